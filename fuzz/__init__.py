@@ -1,0 +1,1 @@
+"""Harness, campaigns, repro export and the `python -m fuzz` command line."""

@@ -1,0 +1,1 @@
+"""Hypothesis strategies that generate Cases, and the Case model itself."""

@@ -1,0 +1,186 @@
+"""The Case: a frozen, JSON-serializable description of one test.
+
+Everything else (pytest, campaigns, repro export, the findings store) speaks Case.
+`Case.from_json(case.to_json()) == case` holds exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+OPS = ("mm", "addmm", "bmm")
+"""mm-family programs a Case may name (fuzz.programs builds each one)."""
+
+DTYPES = ("float32", "float16", "bfloat16")
+VALUE_MODES = ("exact_int", "normal")
+DEVICES = ("cpu", "cuda")
+PARAM_KEYS = {"mm": (), "addmm": ("alpha", "beta"), "bmm": ()}
+INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2}
+
+
+class CaseError(ValueError):
+    """A Case (or its JSON) that does not describe a runnable test; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """One input: a view `as_strided(shape, stride, offset)` over a fresh storage of `dtype`."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    dtype: str
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise CaseError(f"unsupported dtype {self.dtype!r}; known: {', '.join(DTYPES)}")
+        if len(self.shape) != len(self.stride):
+            raise CaseError(f"shape {self.shape} and stride {self.stride} differ in rank")
+        if any(d < 0 for d in self.shape) or any(s < 0 for s in self.stride) or self.offset < 0:
+            raise CaseError(f"negative size, stride or offset in {self}")
+
+    def storage_size(self) -> int:
+        """Elements the backing storage needs so that the view stays in bounds."""
+        if any(d == 0 for d in self.shape):
+            return self.offset
+        return self.offset + 1 + sum((d - 1) * s for d, s in zip(self.shape, self.stride))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "stride": list(self.stride), "offset": self.offset, "dtype": self.dtype}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TensorSpec:
+        _expect_keys(data, {"shape", "stride", "offset", "dtype"}, "tensor")
+        return cls(tuple(int(d) for d in data["shape"]), tuple(int(s) for s in data["stride"]),
+                   int(data["offset"]), str(data["dtype"]))
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides of `shape`."""
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One test: program, inputs, values, device and the inductor config patch it compiles under.
+
+    `frozen_weights`: every input but the first becomes a module parameter and the case compiles
+    under `torch.no_grad()` with `freezing=True` (the path that gives CPU its CPP GEMM template).
+    `tf32`: float32 matmuls may use TF32 (CUDA), in eager and compiled alike.
+    `dynamic`: compile with `dynamic=True` (symbolic sizes).
+    """
+
+    op: str
+    inputs: tuple[TensorSpec, ...]
+    device: str
+    config: tuple[tuple[str, Any], ...]
+    value_mode: str = "normal"
+    seed: int = 0
+    params: tuple[tuple[str, float], ...] = ()
+    frozen_weights: bool = False
+    tf32: bool = False
+    dynamic: bool = False
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise CaseError(f"unknown op {self.op!r}; known: {', '.join(OPS)}")
+        if self.device not in DEVICES:
+            raise CaseError(f"unknown device {self.device!r}; known: {', '.join(DEVICES)}")
+        if self.value_mode not in VALUE_MODES:
+            raise CaseError(f"unknown value mode {self.value_mode!r}; known: {', '.join(VALUE_MODES)}")
+        if len(self.inputs) != INPUT_COUNT[self.op]:
+            raise CaseError(f"{self.op} takes {INPUT_COUNT[self.op]} inputs, got {len(self.inputs)}")
+        bad = [k for k, _ in self.params if k not in PARAM_KEYS[self.op]]
+        if bad:
+            raise CaseError(f"unknown parameter {bad[0]!r} for {self.op}")
+        if self.frozen_weights and self.device != "cpu":
+            raise CaseError("frozen_weights (the CPP GEMM path) is a CPU-only case")
+        if list(self.config) != sorted(self.config):
+            raise CaseError("config entries must be sorted by key (use Case.make)")
+
+    @classmethod
+    def make(cls, *, config: Mapping[str, Any], params: Mapping[str, float] | None = None, **kw: Any) -> Case:
+        """Build a Case from plain mappings (sorting them into the frozen form)."""
+        return cls(config=tuple(sorted(config.items())), params=tuple(sorted((params or {}).items())), **kw)
+
+    @property
+    def config_dict(self) -> dict[str, Any]:
+        return dict(self.config)
+
+    @property
+    def params_dict(self) -> dict[str, float]:
+        return dict(self.params)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "inputs": [t.to_json() for t in self.inputs],
+            "device": self.device,
+            "config": dict(self.config),
+            "value_mode": self.value_mode,
+            "seed": self.seed,
+            "params": dict(self.params),
+            "frozen_weights": self.frozen_weights,
+            "tf32": self.tf32,
+            "dynamic": self.dynamic,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Case:
+        """Parse and validate; unknown ops, dtypes, fields or config keys raise CaseError."""
+        if not isinstance(data, Mapping):
+            raise CaseError(f"a case must be a JSON object, got {type(data).__name__}")
+        _expect_keys(data, {"op", "inputs", "device", "config", "value_mode", "seed", "params", "frozen_weights",
+                                  "tf32", "dynamic"},
+                     "case")
+        config = data["config"]
+        if not isinstance(config, Mapping):
+            raise CaseError("case config must be an object of inductor config keys")
+        validate_config_keys(config)
+        try:
+            inputs = tuple(TensorSpec.from_json(t) for t in data["inputs"])
+            return cls.make(op=str(data["op"]), inputs=inputs, device=str(data["device"]), config=config,
+                            value_mode=str(data["value_mode"]), seed=int(data["seed"]),
+                            params={str(k): float(v) for k, v in data["params"].items()},
+                            frozen_weights=bool(data["frozen_weights"]), tf32=bool(data["tf32"]),
+                            dynamic=bool(data["dynamic"]))
+        except (TypeError, AttributeError) as e:
+            raise CaseError(f"malformed case: {e}") from None
+
+    @classmethod
+    def loads(cls, text: str) -> Case:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CaseError(f"case is not valid JSON: {e}") from None
+        return cls.from_json(data)
+
+
+def validate_config_keys(config: Mapping[str, Any]) -> None:
+    """Raise CaseError naming the first key that the installed inductor config does not have."""
+    from oracles.observe import inductor_config_keys
+
+    known = inductor_config_keys()
+    for key in config:
+        if key not in known:
+            raise CaseError(f"unknown inductor config key {key!r} (not in torch._inductor.config of this torch)")
+
+
+def _expect_keys(data: Mapping[str, Any], keys: set[str], what: str) -> None:
+    if not isinstance(data, Mapping):
+        raise CaseError(f"a {what} must be a JSON object")
+    missing, extra = keys - set(data), set(data) - keys
+    if missing:
+        raise CaseError(f"{what} is missing field {sorted(missing)[0]!r}")
+    if extra:
+        raise CaseError(f"{what} has unknown field {sorted(extra)[0]!r}")

@@ -1,0 +1,34 @@
+"""The assertion every property test makes: a case passes every oracle."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+from hypothesis import reject, target
+
+from fuzz.session import FuzzSession
+from oracles.numerics import error_ratio
+from strategies.case import Case
+
+
+def assert_case_passes(case: Case, session: FuzzSession, request: pytest.FixtureRequest) -> None:
+    """Compile `case`, run all oracles; fail with the violations and the Case JSON."""
+    verdict = session.evaluate(case)
+    if verdict.rejected:
+        reject()
+    target(min(error_ratio(verdict.observation), 1e6), label="compiled error / tolerance")
+    for violation, bug in verdict.known:
+        warnings.warn(f"known upstream bug still reproduces: {violation.signature} ({bug.upstream})", stacklevel=2)
+    if verdict.violations:
+        repro_dir = request.config.getoption("--repro-dir")
+        if repro_dir:
+            from fuzz.repro import write_repro
+
+            path = write_repro(case, verdict.violations, repro_dir)
+            request.node.user_properties.append(("repro", path))
+        lines = [f"[{v.severity}] {v.oracle}: {v.message}  ({v.signature})" for v in verdict.violations]
+        pytest.fail("\n".join(lines) + f"\ncase: {case.dumps()}", pytrace=False)
+
+

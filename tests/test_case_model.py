@@ -1,0 +1,57 @@
+"""The Case model: exact JSON round-trip and one-line errors for bad input."""
+
+from __future__ import annotations
+
+
+import pytest
+from hypothesis import given, settings
+
+from strategies.case import Case, CaseError
+from strategies.cases import cases
+
+
+@settings(max_examples=300)
+@given(case=cases(device="cpu") | cases(device="cuda"))
+def test_case_round_trips_through_json_exactly(case: Case) -> None:
+    assert Case.loads(case.dumps()) == case
+    assert Case.loads(case.dumps()).dumps() == case.dumps()
+
+
+@given(case=cases(device="cpu"))
+def test_views_stay_inside_their_storage(case: Case) -> None:
+    for t in case.inputs:
+        assert t.storage_size() >= t.offset
+        assert all(d >= 1 for d in t.shape)
+
+
+def _valid() -> dict:
+    return {
+        "op": "mm", "device": "cpu", "config": {"max_autotune": True}, "value_mode": "normal", "seed": 1,
+        "params": {}, "frozen_weights": False, "tf32": False, "dynamic": False,
+        "inputs": [{"shape": [2, 3], "stride": [3, 1], "offset": 0, "dtype": "float32"},
+                   {"shape": [3, 4], "stride": [4, 1], "offset": 0, "dtype": "float32"}]}
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(op="conv"), "unknown op 'conv'"),
+    (lambda d: d["inputs"][0].update(dtype="complex64"), "unsupported dtype 'complex64'"),
+    (lambda d: d["config"].update(not_a_knob=1), "unknown inductor config key 'not_a_knob'"),
+    (lambda d: d.update(device="tpu"), "unknown device 'tpu'"),
+    (lambda d: d.update(extra=1), "unknown field 'extra'"),
+    (lambda d: d.pop("seed"), "missing field 'seed'"),
+    (lambda d: d["inputs"].pop(), "mm takes 2 inputs, got 1"),
+    (lambda d: d.update(params={"alpha": 2}), "unknown parameter 'alpha' for mm"),
+    (lambda d: d["inputs"][0].update(stride=[1]), "differ in rank"),
+])
+def test_bad_case_is_one_clear_line(mutate, message) -> None:  # type: ignore[no-untyped-def]
+    data = _valid()
+    assert Case.from_json(data).op == "mm"
+    mutate(data)
+    with pytest.raises(CaseError) as err:
+        Case.from_json(data)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_corrupt_json_is_one_clear_line() -> None:
+    with pytest.raises(CaseError, match="not valid JSON"):
+        Case.loads('{"op": "mm", "inputs": [')

@@ -1,0 +1,121 @@
+"""Oracles as pure functions over hand-made observations: the branches a CPU compile cannot
+reach (Triton choices) and the documented layout gate, case by case."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from oracles import layout, numerics, observed, src_hash
+from oracles.model import ChoiceRecord, Gate, Observation, SelectionEvent
+from strategies.case import Case, TensorSpec
+
+CASE = Case.make(op="mm", device="cuda", config={"max_autotune": True},
+                 inputs=(TensorSpec((2, 2), (2, 1), 0, "float16"), TensorSpec((2, 2), (2, 1), 0, "float16")))
+SHA = "a" * 64
+
+
+def extern(layout_name: str = "FlexibleLayout") -> ChoiceRecord:
+    return ChoiceRecord("extern", "aten::mm", "ExternKernelChoice", layout_name, None, True)
+
+
+def triton(layout_name: str = "FixedLayout", value: str | None = SHA) -> ChoiceRecord:
+    return ChoiceRecord("template", "triton::mm", "TritonTemplate", layout_name, value, True)
+
+
+def gate(flag: bool = True, backends: tuple[str, ...] = ("ATEN", "TRITON"), autotune: bool = True) -> Gate:
+    return Gate(autotune, False, flag, backends, "cuda", False)
+
+
+def obs_with(*choices: ChoiceRecord, g: Gate | None = None, source: str = "template_configs") -> Observation:
+    return Observation(case=CASE, selections=[SelectionEvent(source, "mm", choices, g or gate())],
+                       catalogue={"triton::mm": {"src_hash": SHA, "source_sha256": SHA}})
+
+
+def sigs(violations: list) -> set[str]:  # type: ignore[type-arg]
+    return {v.signature for v in violations}
+
+
+def test_flexible_extern_beside_triton_template_is_unsound() -> None:
+    assert sigs(layout.check_soundness(obs_with(extern(), triton()))) == {"flexible-with-template:mm:TritonTemplate"}
+    assert layout.check_soundness(obs_with(extern("FixedLayout"), triton())) == []
+    assert layout.check_soundness(obs_with(extern())) == []
+
+
+@pytest.mark.parametrize("g, all_extern, fixed", [
+    (gate(flag=True), True, False),
+    (gate(flag=True), False, True),
+    (gate(flag=False), True, True),
+    (gate(flag=True, backends=("ATEN", "CPP")), True, True),
+    (gate(flag=True, backends=("ATEN", "CUTLASS")), True, True),
+    (gate(flag=True, backends=("CK",)), True, True),
+    (gate(flag=False, autotune=False), True, False),  # mm/addmm stay flexible without max-autotune
+])
+def test_layout_gate_table(g: Gate, all_extern: bool, fixed: bool) -> None:
+    assert layout.layout_must_be_fixed(g, "mm", all_extern) is fixed
+
+
+def test_gate_without_autotune_fixes_other_ops_unless_flagged() -> None:
+    assert layout.layout_must_be_fixed(gate(flag=False, autotune=False), "bmm", True)
+    assert not layout.layout_must_be_fixed(gate(flag=True, autotune=False), "bmm", True)
+
+
+def test_spec_reports_both_directions() -> None:
+    assert sigs(layout.check_spec(obs_with(extern("FixedLayout")))) == {"fixed-when-allowed:mm"}
+    assert sigs(layout.check_spec(obs_with(extern(), g=gate(flag=False)))) == {"flexible-when-gated:mm"}
+    assert layout.check_spec(obs_with(extern())) == []
+    assert layout.check_spec(obs_with(extern("FixedLayout"), triton())) == []
+
+
+def test_triton_hash_checked_against_the_catalogue() -> None:
+    assert src_hash.check(obs_with(triton())) == []
+    assert sigs(src_hash.check(obs_with(triton(value="b" * 64)))) == {"differs-across-processes:triton::mm"}
+    bad_source = obs_with(triton())
+    bad_source.catalogue = {"triton::mm": {"src_hash": SHA, "source_sha256": "c" * 64}}
+    assert sigs(src_hash.check(bad_source)) == {"not-source-sha256:triton::mm"}
+    unknown = obs_with(triton())
+    unknown.catalogue = {}
+    assert sigs(src_hash.check(unknown)) == {"not-in-catalogue:triton::mm"}
+
+
+def test_triton_hash_must_not_change_between_compiles() -> None:
+    later = obs_with(triton())
+    later.earlier_hashes = {"triton::mm": "d" * 64}
+    assert sigs(src_hash.check(later)) == {"changed-between-compiles:triton::mm"}
+
+
+def _numeric_obs(compiled: torch.Tensor, exact: bool) -> Observation:
+    ref = torch.tensor([[3.0, -1.0], [0.5, 2.0]], dtype=torch.float64)
+    return Observation(case=CASE, eager=ref.half(), compiled=compiled, reference=ref, magnitude=ref.abs() + 1,
+                       reduction_size=2, exact=exact)
+
+
+def test_numerics_exact_and_tolerance_modes() -> None:
+    good = torch.tensor([[3.0, -1.0], [0.5, 2.0]]).half()
+    assert numerics.check(_numeric_obs(good, exact=True)) == []
+    off_by_ulp = good.clone()
+    off_by_ulp[0, 0] = 3.0 + 2.0**-9  # the next float16 after 3
+    assert sigs(numerics.check(_numeric_obs(off_by_ulp, exact=True))) == {"exact-mismatch:mm:float16"}
+    assert numerics.check(_numeric_obs(off_by_ulp, exact=False)) == []  # one ulp is within the bound
+    wrong = good.clone()
+    wrong[1, 1] = 2.5
+    assert sigs(numerics.check(_numeric_obs(wrong, exact=False))) == {"tolerance:mm:float16"}
+    nan = good.clone()
+    nan[0, 1] = float("nan")
+    assert sigs(numerics.check(_numeric_obs(nan, exact=False))) == {"tolerance:mm:float16"}
+    assert numerics.error_ratio(_numeric_obs(nan, exact=False)) == float("inf")
+
+
+def test_numerics_checks_shape_dtype_and_strides() -> None:
+    good = torch.tensor([[3.0, -1.0], [0.5, 2.0]]).half()
+    assert sigs(numerics.check(_numeric_obs(good.float(), exact=True))) == {"output-meta:mm"}
+    assert sigs(numerics.check(_numeric_obs(good.t().contiguous().t(), exact=True))) == {"output-strides:mm"}
+
+
+def test_silence_is_a_failure_but_decomposition_is_not() -> None:
+    never_lowered = Observation(case=CASE, post_grad_targets=None)
+    assert sigs(observed.check_observed(never_lowered)) == {"no-lowering:mm"}
+    decomposed = Observation(case=CASE, post_grad_targets=[])
+    assert observed.check_observed(decomposed) == []
+    unselected = Observation(case=CASE, post_grad_targets=["aten.mm"])
+    assert sigs(observed.check_observed(unselected)) == {"unselected:mm"}

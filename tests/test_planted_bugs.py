@@ -1,0 +1,186 @@
+"""Each oracle FAILS on a planted bug (a monkeypatched inductor that misbehaves) and passes on
+the real inductor: the same case is run both ways, on the CPU."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from torch._inductor import select_algorithm
+from torch._inductor.choices import InductorChoices
+
+from fuzz.harness import HashLedger, run_case
+from fuzz.session import FuzzSession
+from oracles import check_all
+from oracles.observe import template_catalogue
+from oracles.src_hash import check_catalogues
+from strategies.case import Case, TensorSpec, contiguous_strides
+
+
+def spec(shape: tuple[int, ...], dtype: str = "float32") -> TensorSpec:
+    return TensorSpec(shape, contiguous_strides(shape), 0, dtype)
+
+
+def make_case(op: str = "mm", backends: str = "ATEN", flexible: bool = True, frozen: bool = False,
+              value_mode: str = "exact_int", **config: object) -> Case:
+    shapes = {"mm": [(24, 40), (40, 8)], "addmm": [(24, 40), (40, 8), (8,)], "bmm": [(3, 24, 40), (3, 40, 8)]}[op]
+    return Case.make(op=op, inputs=tuple(spec(s) for s in shapes), device="cpu", value_mode=value_mode, seed=7,
+                     frozen_weights=frozen, config={"max_autotune": True, "max_autotune_gemm_backends": backends,
+                                                    "max_autotune_allow_flexible_layouts": flexible, **config})
+
+
+def signatures(case: Case) -> set[str]:
+    return {v.signature for v in check_all(run_case(case, ledger=HashLedger()))}
+
+
+# --- layout soundness and spec -------------------------------------------------------------
+
+def test_gate_that_ignores_cpp_backend_is_unsound(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("bmm", backends="ATEN,CPP", frozen=True)  # frozen weight: CPP template choices
+    assert signatures(case) == set()
+    monkeypatch.setattr(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: False)
+    found = signatures(case)
+    assert any(s.startswith("flexible-with-template:bmm:") for s in found), found
+    assert "flexible-when-gated:bmm" in found
+
+
+def test_gate_that_ignores_the_flag_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("bmm", backends="ATEN", flexible=False)
+    assert signatures(case) == set()
+    monkeypatch.setattr(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: False)
+    assert "flexible-when-gated:bmm" in signatures(case)
+
+
+def test_gate_that_always_fixes_is_a_missed_optimization(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("mm", backends="ATEN", flexible=True)
+    assert signatures(case) == set()
+    monkeypatch.setattr(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: True)
+    assert signatures(case) == {"fixed-when-allowed:mm"}
+
+
+# --- numerics --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value_mode", ["exact_int", "normal"])
+def test_extern_mm_wrong_for_some_shapes_is_caught(monkeypatch: pytest.MonkeyPatch, value_mode: str) -> None:
+    case = make_case("mm", value_mode=value_mode)
+    assert signatures(case) == set()
+    real_mm = select_algorithm.extern_kernels.mm
+
+    def wrong_mm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        real_mm(a, b, out=out)
+        if a.shape[0] % 8 == 0:  # misbehaves only for M divisible by 8
+            out[-1, -1] += 1
+        return out
+
+    monkeypatch.setattr(select_algorithm.extern_kernels, "mm", wrong_mm)
+    expected = "exact-mismatch:mm:float32" if value_mode == "exact_int" else "tolerance:mm:float32"
+    assert signatures(case) == {expected}
+
+
+def test_wrong_output_strides_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("mm", value_mode="normal")
+    real_mm = select_algorithm.extern_kernels.mm
+
+    def transposed_mm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        out.as_strided_(out.shape, (1, out.shape[0]))  # writes a column-major result
+        return real_mm(a, b, out=out)
+
+    monkeypatch.setattr(select_algorithm.extern_kernels, "mm", transposed_mm)
+    assert "output-strides:mm" in signatures(case)
+
+
+# --- src_hash ---------------------------------------------------------------------------------
+
+def test_extern_choice_with_a_hash_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("mm")
+    assert signatures(case) == set()
+    from torch._inductor.kernel.mm import aten_mm
+
+    monkeypatch.setattr(aten_mm, "src_hash", "0" * 64)
+    assert signatures(case) == {"extern-hash:aten::mm"}
+
+
+def test_hash_that_changes_between_compiles_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._inductor.kernel.bmm import aten_bmm
+
+    counter = itertools.count()
+    monkeypatch.setattr(type(aten_bmm), "src_hash",
+                        property(lambda self: None if self.name != "bmm" else f"{next(counter)}"), raising=False)
+    session = FuzzSession()
+    first = session.evaluate(make_case("bmm"))
+    second = session.evaluate(make_case("bmm"))
+    assert "changed-between-compiles:aten::bmm" in {v.signature for v in second.violations}
+    assert "extern-hash:aten::bmm" in {v.signature for v in first.violations}
+
+
+PER_PROCESS_HASH = """
+import os
+from torch._inductor.select_algorithm import TritonTemplate
+TritonTemplate.src_hash = property(lambda self: f"{os.getpid()}-{self.name}")
+"""
+NAME_HASH = """
+import hashlib
+from torch._inductor.select_algorithm import TritonTemplate
+TritonTemplate.src_hash = property(lambda self: hashlib.sha256(self.name.encode()).hexdigest())
+"""
+
+
+def test_real_templates_hash_their_source_in_every_process() -> None:
+    first, second = template_catalogue(), template_catalogue()
+    assert {"triton::mm", "triton::bmm", "triton::mm_plus_mm"} <= set(first)
+    assert check_catalogues(first, second) == []
+
+
+def test_hash_that_differs_per_process_is_caught() -> None:
+    found = check_catalogues(template_catalogue(PER_PROCESS_HASH), template_catalogue(PER_PROCESS_HASH))
+    assert "differs-across-processes:triton::mm" in {v.signature for v in found}
+
+
+def test_hash_not_of_the_source_is_caught() -> None:
+    found = check_catalogues(template_catalogue(NAME_HASH), template_catalogue(NAME_HASH))
+    assert "not-source-sha256:triton::mm" in {v.signature for v in found}
+
+
+# --- observed (silence) and crash --------------------------------------------------------------
+
+def test_cache_that_skips_lowering_is_reported_as_vacuous() -> None:
+    case = make_case("mm", fx_graph_cache=True)  # the case re-enables the FX graph cache
+    run_case(case)  # warms the cache
+    assert "no-lowering:mm" in signatures(case)
+    assert signatures(make_case("mm")) == set()
+
+
+def test_choices_handler_bypass_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowering that gathers choices without V.choices (as if the hook moved) is not silent."""
+    import torch._inductor.kernel.bmm as bmm_lowering
+    from torch._inductor.virtualized import V
+
+    case = make_case("bmm")
+    assert signatures(case) == set()
+
+    class Bypass:
+        def __getattr__(self, name: str) -> object:
+            return InductorChoices() if name == "choices" else getattr(V, name)
+
+    monkeypatch.setattr(bmm_lowering, "V", Bypass())
+    assert signatures(case) == {"choices-bypassed:bmm"}
+
+
+def test_selection_hook_that_records_nothing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("mm")
+    monkeypatch.setattr(select_algorithm, "add_preprocessing_fn", lambda fn: None)
+    assert signatures(case) == {"unselected:mm"}
+
+
+def test_lowering_that_raises_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = make_case("bmm")
+    real = InductorChoices.get_template_configs
+
+    def broken(self, kernel_inputs, templates, op_name, kwarg_overrides=None):  # type: ignore[no-untyped-def]
+        if op_name == "bmm":
+            raise IndexError("planted")
+        return real(self, kernel_inputs, templates, op_name, kwarg_overrides)
+
+    monkeypatch.setattr(InductorChoices, "get_template_configs", broken)
+    assert any(s.startswith("crash:IndexError:") for s in signatures(case))
