@@ -42,10 +42,12 @@ class Program(torch.nn.Module):
         super().__init__()
         self.fn = OP_FUNCTIONS[case.op]
         self.params_kw = case.params_dict
-        self.weights = torch.nn.ParameterList([torch.nn.Parameter(w, requires_grad=False) for w in weights])
+        self.n_weights = len(weights)
+        for i, w in enumerate(weights):  # plain attributes: torch 2.11's dynamo cannot unpack a ParameterList
+            self.register_parameter(f"w{i}", torch.nn.Parameter(w, requires_grad=False))
 
     def forward(self, *inputs: Tensor) -> Any:
-        return self.fn(*inputs, *self.weights, **self.params_kw)
+        return self.fn(*inputs, *[getattr(self, f"w{i}") for i in range(self.n_weights)], **self.params_kw)
 
 
 def split_inputs(case: Case, tensors: Sequence[Tensor]) -> tuple[list[Tensor], list[Tensor]]:

@@ -205,17 +205,18 @@ def template_catalogue(prelude: str = "") -> dict[str, dict[str, str | None]]:
 
 
 def describe_failure(exc: BaseException) -> Failure:
-    """Type, first message line and innermost torch/_inductor frame of an exception (causes included)."""
-    chain, seen = [], exc
+    """Innermost exception type, its first meaningful message line, and the innermost
+    torch/_inductor frame (else the innermost torch frame) across the cause chain."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
     while seen is not None and seen not in chain:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     config_limit = any(type(e).__name__ == "NoValidChoicesError" or "NoValidChoicesError" in str(e) for e in chain)
-    frame = ""
-    for e in chain:
-        for fs in traceback.extract_tb(e.__traceback__):
-            if "torch/_inductor/" in fs.filename.replace(os.sep, "/"):
-                frame = f"{fs.filename.replace(os.sep, '/').split('torch/_inductor/')[-1]}:{fs.name}"
-    root = chain[-1]
-    message = (str(root).strip().splitlines() or [""])[0][:300]
-    return Failure(type=type(root).__name__, message=message, frame=frame, config_limit=config_limit)
+    frames = [fs for e in chain for fs in traceback.extract_tb(e.__traceback__)]
+    paths = [(fs.filename.replace(os.sep, "/"), fs.name) for fs in frames]
+    frame = next((f"{p.split('torch/_inductor/')[-1]}:{n}" for p, n in reversed(paths) if "torch/_inductor/" in p),
+                 next((f"{p.split('torch/')[-1]}:{n}" for p, n in reversed(paths) if "/torch/" in p), ""))
+    lines = [line.strip() for e in reversed(chain) for line in str(e).splitlines()]
+    message = next((line for line in lines if line and not line.endswith(":")), "")[:300]
+    return Failure(type=type(chain[-1]).__name__, message=message, frame=frame, config_limit=config_limit)
