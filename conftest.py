@@ -4,31 +4,15 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
-_SLOW = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-settings.register_profile("dev", max_examples=15, deadline=None, suppress_health_check=_SLOW)
-settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True, database=None,
-                          print_blob=True, suppress_health_check=_SLOW)
-settings.register_profile("gpu", max_examples=40, deadline=None, print_blob=True, suppress_health_check=_SLOW)
-settings.register_profile("nightly", max_examples=1000, deadline=None, print_blob=True,
-                          suppress_health_check=_SLOW)
+from fuzz.profiles import default_profile, register_profiles
+from fuzz.workers import visible_gpu_ids
 
-
-def _gpu_count() -> int:
-    """Visible NVIDIA GPUs, counted without initializing CUDA in this process."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
-    if shutil.which("nvidia-smi") is None:
-        return 0
-    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
-    return sum(line.startswith("GPU ") for line in out.splitlines())
+register_profiles()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,13 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
     root = os.path.join(tempfile.gettempdir(), f"mm-fuzz-{os.getuid()}")
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, "inductor", worker))
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton", worker))
-    gpus = _gpu_count()
-    if worker.startswith("gw") and gpus > 1:
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [d.strip() for d in visible.split(",")] if visible else [str(i) for i in range(gpus)]
-        os.environ["CUDA_VISIBLE_DEVICES"] = ids[int(worker[2:]) % len(ids)]
+    gpus = visible_gpu_ids()
+    if worker.startswith("gw") and len(gpus) > 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(worker[2:]) % len(gpus)]
     if not config.getoption("--hypothesis-profile", default=None):
-        settings.load_profile("ci" if os.environ.get("CI") else ("gpu" if gpus else "dev"))
+        settings.load_profile(default_profile(len(gpus)))
 
 
 @pytest.fixture(scope="session")

@@ -26,12 +26,40 @@ class KnownBug:
                 and any(torch_version.startswith(p) for p in self.torch_versions))
 
 
-def _frozen_cpp_weight_with_offset(case: Case) -> bool:
+def _frozen_cpp(case: Case) -> bool:
     backends = str(case.config_dict.get("max_autotune_gemm_backends", "")).upper().split(",")
-    return case.frozen_weights and "CPP" in backends and any(t.offset for t in case.inputs[1:])
+    return case.frozen_weights and "CPP" in backends
+
+
+def _frozen_cpp_weight_with_offset(case: Case) -> bool:
+    return _frozen_cpp(case) and any(t.offset for t in case.inputs[1:])
+
+
+def _addmm_scalar_bias(case: Case) -> bool:
+    return case.op == "addmm" and case.inputs[2].shape == ()
+
+
+def _frozen_cpp_empty_reduction(case: Case) -> bool:
+    return _frozen_cpp(case) and case.inputs[0].shape[-1] == 0
 
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="cpp-gemm-frozen-k0-crash",
+        oracle="crash",
+        applies=_frozen_cpp_empty_reduction,
+        tracking="repros/cpp_gemm_frozen_k0_crash.py (not yet filed upstream): get_cache_blocking "
+                 "raises 'Cannot convert complex to float' for K == 0",
+        torch_versions=("2.13",),
+    ),
+    KnownBug(
+        name="addmm-scalar-bias-indexerror",
+        oracle="crash",
+        applies=_addmm_scalar_bias,
+        tracking="repros/addmm_scalar_bias_indexerror.py (not yet filed upstream): tuned_addmm reads "
+                 "inp.get_stride()[0] before checking the bias rank",
+        torch_versions=("2.13",),
+    ),
     KnownBug(
         name="cpp-gemm-frozen-weight-storage-offset",
         oracle="numerics",

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
+from fuzz.programs import op_dtype
 from strategies.case import Case, TensorSpec
 
-EXACT_BITS = {"float32": 24, "float16": 11, "bfloat16": 8}
+EXACT_BITS = {"float32": 24, "float16": 11, "bfloat16": 8, "int32": 31, "int8": 7,
+              "float8_e4m3fn": 4, "float8_e5m2": 3}
 """Significand bits: integers up to 2**bits are exact in the dtype."""
-
 EXACT_SCALARS = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)
 """alpha/beta values that keep integer arithmetic exact (powers of two and zero)."""
-
-
-def exact_int_range(case: Case) -> int:
-    """Largest r such that integer inputs in [-r, r] keep K * r**2 well inside exact integers."""
-    k = max(reduction_size(case), 1)
-    bits = min(EXACT_BITS[t.dtype] for t in case.inputs)
-    return max(1, min(4, math.isqrt((2 ** (bits - 2)) // k)))
 
 
 def reduction_size(case: Case) -> int:
@@ -27,19 +22,37 @@ def reduction_size(case: Case) -> int:
     return case.inputs[0].shape[-1]
 
 
-def materialize(case: Case) -> list[torch.Tensor]:
-    """Each input as `as_strided` over a fresh storage on the case's device, filled from the seed."""
-    return [_materialize_one(spec, case, i) for i, spec in enumerate(case.inputs)]
+def exact_int_range(case: Case) -> int:
+    """Largest r (at most 4) such that integer inputs in [-r, r] keep K * r**2 inside the
+    exact integers of the op's result dtype, with a bit to spare."""
+    k = max(reduction_size(case), 1)
+    return max(1, min(4, math.isqrt((2 ** (EXACT_BITS[op_dtype(case)] - 2)) // k)))
+
+
+def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[torch.Tensor]:
+    """Each input (of the first call, or `specs`) as `as_strided` over a fresh storage on the
+    case's device, filled from the seed. Fresh tensors every call: programs may mutate inputs."""
+    return [_materialize_one(spec, case, i) for i, spec in enumerate(specs or case.inputs)]
+
+
+def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    if case.op == "scaled_mm" and index >= 2:  # scales: positive powers of two keep products exact
+        return 2.0 ** torch.randint(-2, 3, (n,), generator=gen, dtype=torch.float64)
+    if case.value_mode == "exact_int" or spec.dtype == "int8":
+        r = exact_int_range(case) if case.value_mode == "exact_int" else 8
+        return torch.randint(-r, r + 1, (n,), generator=gen, dtype=torch.float64)
+    values = torch.randn(n, generator=gen, dtype=torch.float64)
+    if case.value_mode == "sparse":
+        return values * (torch.rand(n, generator=gen, dtype=torch.float64) < 0.1)
+    if case.value_mode == "large":  # results near the top of the dtype's range, not past it
+        k = max(reduction_size(case), 1)
+        limit = torch.finfo(getattr(torch, op_dtype(case))).max
+        return values * 2.0 ** math.floor(math.log2(math.sqrt(limit / (16 * k))))
+    return values
 
 
 def _materialize_one(spec: TensorSpec, case: Case, index: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(case.seed * 1009 + index)
-    n = spec.storage_size()
-    if case.value_mode == "exact_int":
-        r = exact_int_range(case)
-        base = torch.randint(-r, r + 1, (n,), generator=gen, dtype=torch.float64)
-    else:
-        base = torch.randn(n, generator=gen, dtype=torch.float64)
-    dtype = getattr(torch, spec.dtype)
-    storage = base.to(dtype).to(case.device)
+    base = _values(case, spec, index, spec.storage_size(), gen)
+    storage = base.to(getattr(torch, spec.dtype)).to(case.device)
     return torch.as_strided(storage, spec.shape, spec.stride, spec.offset)

@@ -21,10 +21,16 @@ class ChoiceRecord:
     layout: str  # layout class name, e.g. "FixedLayout" / "FlexibleLayout"
     src_hash: str | None
     has_src_hash: bool  # False when the template object has no src_hash attribute at all
+    description: str = ""  # the choice's config (block sizes, warps, ...) as inductor describes it
 
     @property
     def flexible(self) -> bool:
         return self.layout == "FlexibleLayout"
+
+    @property
+    def family(self) -> str:
+        """Stable name for signatures: the template uid, else its class (CPP names carry counters)."""
+        return self.template if "::" in self.template else self.template_class
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +57,20 @@ class SelectionEvent:
 
 
 @dataclasses.dataclass(frozen=True)
+class LoweredNode:
+    """One mm-family aten node inductor lowered: did lowering select among kernel choices, and
+    what IR did it return (Pointwise/Reduction: decomposed, no template involved)."""
+
+    op: str
+    selected: bool
+    ir: str  # the IR classes under the lowered value, outermost first, e.g. "StorageBox>ComputedBuffer>Reduction"
+
+    @property
+    def decomposed(self) -> bool:
+        return not self.selected and any(kind in ("Pointwise", "Reduction") for kind in self.ir.split(">"))
+
+
+@dataclasses.dataclass(frozen=True)
 class Failure:
     """An exception from eager or compiled execution."""
 
@@ -61,22 +81,31 @@ class Failure:
 
 
 @dataclasses.dataclass
+class OutputCheck:
+    """One output of one call: compiled vs eager vs the float64 reference. Tensors on the CPU."""
+
+    label: str  # e.g. "call0/out0", or "call0/out0 @triton::mm" for a single-choice compile
+    eager: Any
+    compiled: Any
+    reference: Any  # float64
+    bound: Any  # float64: error a correct low-precision result may carry (before the final rounding)
+    exact: bool  # integer inputs whose every partial sum is exact: compare bit for bit
+    choice: ChoiceRecord | None = None  # set for single-choice compiles
+
+
+@dataclasses.dataclass
 class Observation:
-    """Everything one case produced. Tensors are on the CPU; `reference` is float64."""
+    """Everything one case produced."""
 
     case: Case
     selections: list[SelectionEvent] = dataclasses.field(default_factory=list)
     post_grad_targets: list[str] | None = None  # None: inductor never ran post-grad passes
-    program_ops: tuple[str, ...] = ()  # mm-family aten ops the program calls in eager mode
-    eager: Any = None
-    compiled: Any = None
-    reference: Any = None  # float64 result
-    magnitude: Any = None  # float64 sum_k |a_ik b_kj| (+ |beta * bias|): scale of rounding error
-    reduction_size: int = 0
-    exact: bool = False  # inputs chosen so every partial sum is exact in the output dtype
-    tf32: bool = False
+    lowered: list[LoweredNode] = dataclasses.field(default_factory=list)
+    gathered_as: tuple[str, ...] = ()  # selection names the op may use (mm_plus_mm covers two mm nodes)
+    results: list[OutputCheck] = dataclasses.field(default_factory=list)
     eager_failure: Failure | None = None
     compile_failure: Failure | None = None
+    choice_failures: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)
     earlier_hashes: dict[str, str | None] = dataclasses.field(default_factory=dict)
     catalogue: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)
     torch_version: str = ""

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from oracles.model import ChoiceRecord, Failure, Gate, SelectionEvent
+from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, SelectionEvent
 
 MM_FAMILY_TARGETS = frozenset({
     "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten._int_mm", "aten._scaled_mm",
@@ -96,13 +96,16 @@ def record_choice(choice: Any) -> ChoiceRecord:
     if template is None and isinstance(choice, ExternKernelCaller):
         template = choice.choice  # extern choices made outside get_template_configs carry no ktc
     layout = type(getattr(choice, "layout", None)).__name__
+    description = str(getattr(choice, "description", ""))[:200]
     if template is None:  # e.g. CPP templates (DataProcessorChoiceCallerWrapper around a CppTemplateCaller)
         inner = getattr(choice, "_wrapped", choice)
         return ChoiceRecord(kind="template", template=str(getattr(choice, "name", type(inner).__name__)),
-                            template_class=type(inner).__name__, layout=layout, src_hash=None, has_src_hash=False)
+                            template_class=type(inner).__name__, layout=layout, src_hash=None, has_src_hash=False,
+                            description=description)
     return ChoiceRecord(kind="extern" if isinstance(template, ExternKernelChoice) else "template",
                         template=str(template.uid), template_class=type(template).__name__, layout=layout,
-                        src_hash=getattr(template, "src_hash", None), has_src_hash=hasattr(template, "src_hash"))
+                        src_hash=getattr(template, "src_hash", None), has_src_hash=hasattr(template, "src_hash"),
+                        description=description)
 
 
 def _post_grad_probe(rec: "Recording") -> Any:
@@ -127,11 +130,44 @@ class Recording:
     def __init__(self) -> None:
         self.selections: list[SelectionEvent] = []
         self.post_grad_targets: list[str] | None = None
+        self.lowered: list[LoweredNode] = []
 
 
 @contextlib.contextmanager
-def record_selections(device_type: str) -> Iterator[Recording]:
-    """Record every template-selection call made while the body compiles."""
+def _watch_lowerings(rec: Recording) -> Iterator[None]:
+    """Wrap inductor's lowerings of mm-family aten ops to note, per node, whether lowering made a
+    template selection or decomposed the op into pointwise/reduction IR (e.g. tiny bmm on CPU)."""
+    from torch._inductor.lowering import lowerings
+
+    def watch(target: Any, lower: Any) -> Any:
+        def lowered(*args: Any, **kwargs: Any) -> Any:
+            before = len(rec.selections)
+            out = lower(*args, **kwargs)
+            selected = any(e.source == "autotune" for e in rec.selections[before:])
+            chain, node = [], out
+            for _ in range(5):  # TensorBox > StorageBox > ComputedBuffer > Reduction, say
+                node = getattr(node, "data", None)
+                if node is None:
+                    break
+                chain.append(type(node).__name__)
+            rec.lowered.append(LoweredNode(str(target._overloadpacket), selected, ">".join(chain)))
+            return out
+        return lowered
+
+    originals = {t: fn for t, fn in lowerings.items()
+                 if str(getattr(t, "_overloadpacket", "")) in MM_FAMILY_TARGETS and t.namespace == "aten"}
+    _require(bool(originals), "lowerings of aten.mm/addmm/bmm")
+    lowerings.update({t: watch(t, fn) for t, fn in originals.items()})
+    try:
+        yield
+    finally:
+        lowerings.update(originals)
+
+
+@contextlib.contextmanager
+def record_selections(device_type: str, keep: tuple[int, int] | None = None) -> Iterator[Recording]:
+    """Record every template-selection call made while the body compiles. With `keep=(s, i)`,
+    the s-th autotune selection is left with only its i-th choice (a single-choice compile)."""
     check_hooks()
     from torch._inductor import config, select_algorithm
     from torch._inductor.virtualized import V
@@ -148,13 +184,17 @@ def record_selections(device_type: str) -> Iterator[Recording]:
 
     def before_autotune(choices: list[Any]) -> list[Any]:
         caller = sys._getframe(1).f_locals  # AlgorithmSelectorCache.__call__(self, name, choices, ...)
+        ordinal = sum(e.source == "autotune" for e in rec.selections)
         rec.selections.append(SelectionEvent("autotune", str(caller.get("name", "?")),
                                              tuple(record_choice(c) for c in choices)))
+        if keep is not None and keep[0] == ordinal:
+            return [choices[keep[1]]]
         return choices
 
     select_algorithm.add_preprocessing_fn(before_autotune)
     try:
-        with V.set_choices_handler(RecordingChoices()), config.patch(post_grad_custom_post_pass=_post_grad_probe(rec)):
+        with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), config.patch(
+                post_grad_custom_post_pass=_post_grad_probe(rec)):
             yield rec
     finally:
         select_algorithm.clear_preprocessing_fns()

@@ -1,11 +1,12 @@
 """Silence and crash oracles: a case must reach template selection (or be legitimately
-decomposed before lowering), and a compile that fails where eager succeeds is a finding."""
+decomposed: before lowering, or by the lowering itself into pointwise/reduction IR), and a
+compile that fails where eager succeeds is a finding."""
 
 from __future__ import annotations
 
 from oracles.model import CRASH, VACUOUS, Observation, Violation
 
-TEMPLATE_CONFIG_OPS = ("mm", "addmm", "bmm", "baddbmm")
+TEMPLATE_CONFIG_OPS = ("mm", "addmm", "bmm", "baddbmm", "int_mm", "scaled_mm", "mm_plus_mm")
 """Selections that inductor gathers through get_template_configs on every supported version."""
 
 
@@ -18,11 +19,15 @@ def check_observed(obs: Observation) -> list[Violation]:
                           f"{op}: inductor never ran its post-grad passes (a cache skipped lowering, or the "
                           "observer's hooks moved): nothing was checked")]
     selections = [e for e in obs.selections if e.source == "autotune"]
-    if len(selections) < len(obs.post_grad_targets):
+    silent = [n for n in obs.lowered if not n.selected and not n.decomposed]
+    if silent:
+        return [Violation("observed", VACUOUS, f"unselected:{op}",
+                          f"{op}: inductor lowered {silent[0].op} into {silent[0].ir} without any template "
+                          "selection being recorded")]
+    if obs.post_grad_targets and not selections and not any(n.decomposed for n in obs.lowered):
         return [Violation("observed", VACUOUS, f"unselected:{op}",
                           f"{op}: {len(obs.post_grad_targets)} mm-family node(s) reached lowering "
-                          f"({', '.join(obs.post_grad_targets)}) but only {len(selections)} template selection(s) "
-                          "were recorded")]
+                          f"({', '.join(obs.post_grad_targets)}) but no template selection was recorded")]
     gathered = {e.op_name for e in obs.selections if e.source == "template_configs"}
     bypassed = sorted({e.op_name for e in selections if e.op_name in TEMPLATE_CONFIG_OPS} - gathered)
     if bypassed:

@@ -11,14 +11,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-OPS = ("mm", "addmm", "bmm")
-"""mm-family programs a Case may name (fuzz.programs builds each one)."""
+INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2, "baddbmm": 3, "matmul": 2, "mm_out_dtype": 2, "int_mm": 2,
+               "scaled_mm": 4, "mm_plus_mm": 4}
+OPS = tuple(INPUT_COUNT)
+"""mm-family ops a Case may name (fuzz.programs defines what each computes)."""
+PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
+CONSUMERS = ("relu", "relu_", "gelu", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
+             "cat_rows", "cat_cols", "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input")
+"""Steps applied to the op's result (fuzz.programs defines each)."""
 
-DTYPES = ("float32", "float16", "bfloat16")
-VALUE_MODES = ("exact_int", "normal")
+DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
+VALUE_MODES = ("exact_int", "normal", "large", "sparse")
 DEVICES = ("cpu", "cuda")
-PARAM_KEYS = {"mm": (), "addmm": ("alpha", "beta"), "bmm": ()}
-INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2}
 
 
 class CaseError(ValueError):
@@ -74,7 +78,10 @@ class Case:
     `frozen_weights`: every input but the first becomes a module parameter and the case compiles
     under `torch.no_grad()` with `freezing=True` (the path that gives CPU its CPP GEMM template).
     `tf32`: float32 matmuls may use TF32 (CUDA), in eager and compiled alike.
-    `dynamic`: compile with `dynamic=True` (symbolic sizes).
+    `dynamic`: compile with `dynamic=True` (symbolic sizes); `mark_dynamic`: (input, dim) pairs
+    marked dynamic instead; `second_call`: inputs of a second call of the same compiled function.
+    `consumers`: steps applied to the op's result. `every_choice`: besides the autotuned compile,
+    compile once per kernel choice (only that choice allowed) and check each one's numbers.
     """
 
     op: str
@@ -87,6 +94,10 @@ class Case:
     frozen_weights: bool = False
     tf32: bool = False
     dynamic: bool = False
+    consumers: tuple[str, ...] = ()
+    mark_dynamic: tuple[tuple[int, int], ...] = ()
+    second_call: tuple[TensorSpec, ...] = ()
+    every_choice: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -100,6 +111,14 @@ class Case:
         bad = [k for k, _ in self.params if k not in PARAM_KEYS[self.op]]
         if bad:
             raise CaseError(f"unknown parameter {bad[0]!r} for {self.op}")
+        unknown = [c for c in self.consumers if c not in CONSUMERS]
+        if unknown:
+            raise CaseError(f"unknown consumer {unknown[0]!r}; known: {', '.join(CONSUMERS)}")
+        for i, d in self.mark_dynamic:
+            if not (0 <= i < len(self.inputs) and 0 <= d < len(self.inputs[i].shape)):
+                raise CaseError(f"mark_dynamic names input {i} dim {d}, which does not exist")
+        if self.second_call and [len(t.shape) for t in self.second_call] != [len(t.shape) for t in self.inputs]:
+            raise CaseError("second_call inputs must match the first call's inputs in number and rank")
         if self.frozen_weights and self.device != "cpu":
             raise CaseError("frozen_weights (the CPP GEMM path) is a CPU-only case")
         if list(self.config) != sorted(self.config):
@@ -130,6 +149,10 @@ class Case:
             "frozen_weights": self.frozen_weights,
             "tf32": self.tf32,
             "dynamic": self.dynamic,
+            "consumers": list(self.consumers),
+            "mark_dynamic": [list(p) for p in self.mark_dynamic],
+            "second_call": [t.to_json() for t in self.second_call],
+            "every_choice": self.every_choice,
         }
 
     def dumps(self) -> str:
@@ -140,9 +163,9 @@ class Case:
         """Parse and validate; unknown ops, dtypes, fields or config keys raise CaseError."""
         if not isinstance(data, Mapping):
             raise CaseError(f"a case must be a JSON object, got {type(data).__name__}")
-        _expect_keys(data, {"op", "inputs", "device", "config", "value_mode", "seed", "params", "frozen_weights",
-                                  "tf32", "dynamic"},
-                     "case")
+        optional = {f.name for f in dataclasses.fields(cls)} - _REQUIRED
+        _expect_keys(data, _REQUIRED, "case", optional)
+        data = {**_DEFAULTS, **data}
         config = data["config"]
         if not isinstance(config, Mapping):
             raise CaseError("case config must be an object of inductor config keys")
@@ -153,7 +176,10 @@ class Case:
                             value_mode=str(data["value_mode"]), seed=int(data["seed"]),
                             params={str(k): float(v) for k, v in data["params"].items()},
                             frozen_weights=bool(data["frozen_weights"]), tf32=bool(data["tf32"]),
-                            dynamic=bool(data["dynamic"]))
+                            dynamic=bool(data["dynamic"]), consumers=tuple(str(c) for c in data["consumers"]),
+                            mark_dynamic=tuple((int(i), int(d)) for i, d in data["mark_dynamic"]),
+                            second_call=tuple(TensorSpec.from_json(t) for t in data["second_call"]),
+                            every_choice=bool(data["every_choice"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -166,6 +192,13 @@ class Case:
         return cls.from_json(data)
 
 
+_REQUIRED = {"op", "inputs", "device", "config"}
+_DEFAULTS: dict[str, Any] = {
+    "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False, "dynamic": False,
+    "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False}
+"""JSON fields a Case may omit (older findings stay loadable)."""
+
+
 def validate_config_keys(config: Mapping[str, Any]) -> None:
     """Raise CaseError naming the first key that the installed inductor config does not have."""
     from oracles.observe import inductor_config_keys
@@ -176,10 +209,10 @@ def validate_config_keys(config: Mapping[str, Any]) -> None:
             raise CaseError(f"unknown inductor config key {key!r} (not in torch._inductor.config of this torch)")
 
 
-def _expect_keys(data: Mapping[str, Any], keys: set[str], what: str) -> None:
+def _expect_keys(data: Mapping[str, Any], keys: set[str], what: str, optional: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     if not isinstance(data, Mapping):
         raise CaseError(f"a {what} must be a JSON object")
-    missing, extra = keys - set(data), set(data) - keys
+    missing, extra = keys - set(data), set(data) - keys - optional
     if missing:
         raise CaseError(f"{what} is missing field {sorted(missing)[0]!r}")
     if extra:

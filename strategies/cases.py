@@ -1,18 +1,25 @@
-"""Cases for mm, addmm and bmm: shapes, strides, dtypes, values and configs, valid on the device."""
+"""Cases for every mm-family op: shapes, strides, dtypes, values, consumers, dynamic shapes and
+configs, valid on the device. The public surface is `cases()`."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from strategies.case import OPS, Case, TensorSpec
+from strategies.case import CONSUMERS, Case, TensorSpec
 from strategies.configs import autotune_configs
-from strategies.layouts import strided
+from strategies.layouts import STRIDE_KINDS, strided
 from strategies.shapes import dims, matmul_dims
 
-DEVICE_DTYPES = {"cpu": ("float32", "bfloat16", "float16"), "cuda": ("float32", "float16", "bfloat16")}
+FLOAT_DTYPES = {"cpu": ("float32", "bfloat16", "float16"), "cuda": ("float32", "float16", "bfloat16")}
 MAX_ELEMENTS = {"cpu": 1 << 16, "cuda": 1 << 22}
 MAX_DIM = {"cpu": 300, "cuda": 2100}
-SCALARS = (1.0, 0.0, 0.5, 2.0, -1.0)
+SCALARS = (1.0, 0.0, 0.5, 2.0, -1.0, 0.3)
+DEVICE_OPS = {
+    "cpu": ("mm", "addmm", "bmm", "baddbmm", "matmul", "int_mm"),
+    "cuda": ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "int_mm", "scaled_mm", "mm_plus_mm"),
+}
+OUTPUT_STEPS = ("return_twice", "mutate_input")
+LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS)
 
 
 def default_device() -> str:
@@ -21,30 +28,113 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def ops_for(device: str) -> tuple[str, ...]:
+    """The ops `cases` draws on `device` (scaled_mm needs fp8 support: sm89 or newer)."""
+    if device == "cuda":
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.get_device_capability() < (8, 9):
+            return tuple(op for op in DEVICE_OPS["cuda"] if op != "scaled_mm")
+    return DEVICE_OPS[device]
+
+
 @st.composite
-def _bias(draw: st.DrawFn, m: int, n: int, dtype: str) -> TensorSpec:
-    shape = draw(st.sampled_from(((n,), (1, n), (m, n), (m, 1))))
-    if len(shape) == 1:
-        return TensorSpec(shape, (1,), draw(st.sampled_from((0, 3))), dtype)
+def _bias(draw: st.DrawFn, batch: tuple[int, ...], m: int, n: int, dtype: str) -> TensorSpec:
+    """A bias broadcasting to (*batch, M, N): rank 0 to full, size-1 dims, stride-0 expansion,
+    transposed or sliced views."""
+    full = (*batch, m, n)
+    rank = draw(st.integers(0, len(full)))
+    shape = tuple(d if draw(st.integers(0, 2)) else 1 for d in full[len(full) - rank:])
+    if rank < 2:
+        return TensorSpec(shape, tuple(draw(st.sampled_from((1, 0))) if d != 1 else 1 for d in shape),
+                          draw(st.sampled_from((0, 3))), dtype)
     return draw(strided(shape, dtype))
 
 
 @st.composite
-def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> Case:
-    """One Case of `op` (any of OPS when None) on `device` (CUDA when present, else CPU)."""
-    device = device or default_device()
-    op = op or draw(st.sampled_from(OPS))
-    dtype = draw(st.sampled_from(DEVICE_DTYPES[device]))
-    m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device]))
-    batch = (draw(dims(9)),) if op == "bmm" else ()
-    inputs = [draw(strided((*batch, m, k), dtype)), draw(strided((*batch, k, n), dtype))]
-    params = {}
-    if op == "addmm":
-        inputs.append(draw(_bias(m, n, dtype)))
+def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int, k: int,
+              batch: int, kinds: tuple[str, ...]) -> tuple[list[TensorSpec], dict[str, float]]:
+    """The op's inputs for sizes (M, N, K, batch) and their alpha/beta."""
+    params: dict[str, float] = {}
+    if op in ("bmm", "baddbmm"):
+        inputs = [draw(strided((batch, m, k), dtype, kinds)), draw(strided((batch, k, n), dtype, kinds))]
+    elif op == "matmul":  # broadcast batch dims
+        a_batch, b_batch = draw(st.sampled_from((((batch,), ()), ((), (batch,)), ((batch,), (1,)), ((2, batch), (batch,)))))
+        inputs = [draw(strided((*a_batch, m, k), dtype, kinds)), draw(strided((*b_batch, k, n), dtype, kinds))]
+    elif op == "scaled_mm":  # fp8: A row-major, B column-major, tensor-wise or row-wise float32 scales
+        b_dtype = draw(st.sampled_from(("float8_e4m3fn", "float8_e5m2"))) if dtype == "float8_e4m3fn" else "float8_e4m3fn"
+        rowwise = draw(st.booleans())
+        inputs = [draw(strided((m, k), dtype, ("contiguous", "offset"))), TensorSpec((k, n), (1, k), 0, b_dtype),
+                  TensorSpec((m, 1), (1, 1), 0, "float32") if rowwise else TensorSpec((), (), 0, "float32"),
+                  TensorSpec((1, n), (n, 1), 0, "float32") if rowwise else TensorSpec((), (), 0, "float32")]
+    else:
+        inputs = [draw(strided((m, k), dtype, kinds)), draw(strided((k, n), dtype, kinds))]
+        if op == "mm_plus_mm":
+            k2 = draw(st.sampled_from((k, max(1, k // 2 + 1))))
+            inputs += [draw(strided((m, k2), dtype, kinds)), draw(strided((k2, n), dtype, kinds))]
+    if op in ("addmm", "baddbmm"):
+        inputs.append(draw(_bias((batch,) if op == "baddbmm" else (), m, n, dtype)))
         params = {"alpha": draw(st.sampled_from(SCALARS)), "beta": draw(st.sampled_from(SCALARS))}
+    return inputs, params
+
+
+@st.composite
+def _consumers(draw: st.DrawFn, op: str) -> tuple[str, ...]:
+    """0-3 steps after the op; an output-adding step (return twice, mutate an input) comes last."""
+    steps = draw(st.lists(st.sampled_from(LAYOUT_STEPS), max_size=2))
+    if op in ("int_mm", "scaled_mm", "mm_out_dtype"):
+        steps = [s for s in steps if s not in ("gelu", "chain_mm", "relu_")]  # keep integer/fp8 ops simple
+    if draw(st.integers(0, 3)) == 0:
+        steps.append(draw(st.sampled_from(OUTPUT_STEPS)))
+    return tuple(steps)
+
+
+def _resize_m(op: str, index: int, shape: tuple[int, ...], m: int, m2: int) -> tuple[int, ...]:
+    """`shape` of input `index` with M (the rows of the result) changed to m2."""
+    rows_are_m = index == 0 or (op == "mm_plus_mm" and index == 2) or (op in ("addmm", "baddbmm") and index == 2)
+    if rows_are_m and shape[-2] == m:
+        return (*shape[:-2], m2, shape[-1])
+    return shape
+
+
+@st.composite
+def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> Case:
+    """One Case of `op` (any op the device runs when None) on `device` (CUDA when present, else CPU)."""
+    device = device or default_device()
+    op = op or draw(st.sampled_from(ops_for(device)))
+    if op == "int_mm":
+        dtype = "int8"
+    elif op == "scaled_mm":
+        dtype = "float8_e4m3fn"
+    elif op == "mm_out_dtype":
+        dtype = draw(st.sampled_from(("float16", "bfloat16")))
+    else:
+        dtype = draw(st.sampled_from(FLOAT_DTYPES[device]))
+    on_cuda_int = op == "int_mm" and device == "cuda"
+    multiple = 16 if op == "scaled_mm" else (8 if on_cuda_int else 1)
+    m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple,
+                               min_m=17 if on_cuda_int else 1, allow_zero=op not in ("int_mm", "scaled_mm")))
+    batch = draw(dims(9))
+    consumers = draw(_consumers(op))
+    kinds = STRIDE_KINDS if "mutate_input" not in consumers else ("contiguous", "transposed", "padded", "offset")
+    if on_cuda_int:
+        kinds = ("contiguous", "offset")
+    inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
+    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and draw(st.booleans())
+    dynamic, marks, second = False, (), ()
+    mode = draw(st.sampled_from(("static", "static", "static", "dynamic", "mark_m", "second_call")))
+    if not frozen and op not in ("int_mm", "scaled_mm") and mode != "static":
+        dynamic = mode == "dynamic"
+        if mode == "mark_m":
+            marks = ((0, len(inputs[0].shape) - 2),)
+        m2 = draw(dims(MAX_DIM[device] // 2))
+        second = tuple(draw(strided(_resize_m(op, i, t.shape, m, m2), t.dtype, kinds)) if len(t.shape) >= 2 else t
+                       for i, t in enumerate(inputs))
+    value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",))
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=draw(autotune_configs(device)), params=params,
-        value_mode=draw(st.sampled_from(("exact_int", "normal"))), seed=draw(st.integers(0, 2**16)),
-        frozen_weights=device == "cpu" and draw(st.booleans()),
-        tf32=device == "cuda" and dtype == "float32" and draw(st.booleans()),
+        value_mode=draw(st.sampled_from(value_modes)), seed=draw(st.integers(0, 2**16)),
+        frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and draw(st.booleans()),
+        consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
+        every_choice=draw(st.integers(0, 3)) == 0,
     )

@@ -11,17 +11,36 @@ BACKENDS = {
     "cpu": ("ATEN", "CPP", "ATEN,CPP", "ATEN,TRITON", "ATEN,TRITON,CPP"),
     "cuda": ("ATEN", "TRITON", "ATEN,TRITON", "ATEN,TRITON,CPP"),
 }
+OPTIONAL_KNOBS = {
+    "epilogue_fusion": st.booleans(),
+    "benchmark_epilogue_fusion": st.booleans(),
+    "autotune_fallback_to_aten": st.booleans(),
+    "coordinate_descent_tuning": st.booleans(),
+}
+CUDA_KNOBS = {
+    "max_autotune_gemm_search_space": st.sampled_from(("DEFAULT", "EXHAUSTIVE")),
+    "triton.enable_persistent_tma_matmul": st.booleans(),
+    "triton.num_decompose_k_splits": st.sampled_from((0, 2, 10)),
+}
 
 
 @st.composite
 def autotune_configs(draw: st.DrawFn, device: str) -> dict[str, Any]:
     """max_autotune or max_autotune_gemm, a GEMM backend set valid on `device`, the flexible-layout
-    flag on or off; on CUDA the Triton search is capped (`max_mm_configs`) to bound compile time."""
+    flag on or off, and some of the knobs that change the candidate set or the code around it
+    (epilogue fusion, fallback to ATen, coordinate descent; on CUDA the search space, persistent
+    TMA matmul and decompose-k splits, with `max_mm_configs` capping compile time; on CPU rarely
+    the C++ wrapper)."""
     config: dict[str, Any] = {
         draw(st.sampled_from(("max_autotune", "max_autotune_gemm"))): True,
         "max_autotune_gemm_backends": draw(st.sampled_from(BACKENDS[device])),
         "max_autotune_allow_flexible_layouts": draw(st.booleans()),
     }
+    knobs = {**OPTIONAL_KNOBS, **(CUDA_KNOBS if device == "cuda" else {})}
+    for key in draw(st.lists(st.sampled_from(sorted(knobs)), max_size=3, unique=True)):
+        config[key] = draw(knobs[key])
     if device == "cuda":
         config["test_configs.max_mm_configs"] = draw(st.sampled_from((1, 2, 4)))
+    elif draw(st.integers(0, 24)) == 0:
+        config["cpp_wrapper"] = True
     return config

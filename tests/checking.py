@@ -20,7 +20,7 @@ def assert_case_passes(case: Case, session: FuzzSession, request: pytest.Fixture
         reject()
     target(min(error_ratio(verdict.observation), 1e6), label="compiled error / tolerance")
     for violation, bug in verdict.known:
-        warnings.warn(f"known upstream bug still reproduces: {violation.signature} ({bug.upstream})", stacklevel=2)
+        warnings.warn(f"known bug {bug.name} still reproduces: {violation.signature} ({bug.tracking})", stacklevel=2)
     if verdict.violations:
         repro_dir = request.config.getoption("--repro-dir")
         if repro_dir:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from oracles import layout, numerics, observed, src_hash
-from oracles.model import ChoiceRecord, Gate, Observation, SelectionEvent
+from oracles.model import ChoiceRecord, Gate, Observation, OutputCheck, SelectionEvent
 from strategies.case import Case, TensorSpec
 
 CASE = Case.make(op="mm", device="cuda", config={"max_autotune": True},
@@ -86,8 +86,8 @@ def test_triton_hash_must_not_change_between_compiles() -> None:
 
 def _numeric_obs(compiled: torch.Tensor, exact: bool) -> Observation:
     ref = torch.tensor([[3.0, -1.0], [0.5, 2.0]], dtype=torch.float64)
-    return Observation(case=CASE, eager=ref.half(), compiled=compiled, reference=ref, magnitude=ref.abs() + 1,
-                       reduction_size=2, exact=exact)
+    bound = numerics.op_bound(2, torch.float16, tf32=False)(ref, ref.abs() + 1)
+    return Observation(case=CASE, results=[OutputCheck("call0/out0", ref.half(), compiled, ref, bound, exact)])
 
 
 def test_numerics_exact_and_tolerance_modes() -> None:
@@ -110,6 +110,12 @@ def test_numerics_checks_shape_dtype_and_strides() -> None:
     good = torch.tensor([[3.0, -1.0], [0.5, 2.0]]).half()
     assert sigs(numerics.check(_numeric_obs(good.float(), exact=True))) == {"output-meta:mm"}
     assert sigs(numerics.check(_numeric_obs(good.t().contiguous().t(), exact=True))) == {"output-strides:mm"}
+
+
+def test_single_choice_results_are_named_by_their_template() -> None:
+    obs = _numeric_obs(torch.tensor([[3.0, -1.0], [0.5, 9.0]]).half(), exact=True)
+    obs.results[0].choice = triton()
+    assert sigs(numerics.check(obs)) == {"exact-mismatch:mm:float16@triton::mm"}
 
 
 def test_silence_is_a_failure_but_decomposition_is_not() -> None:

@@ -1,0 +1,423 @@
+"""Process isolation: every case runs in a worker process that a crash, a poisoned CUDA context or
+a hang can take down without taking the campaign with it.
+
+`Executor` (used by the process that drives Hypothesis) starts a worker with its own
+`CUDA_VISIBLE_DEVICES`, `TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR` set before Python starts
+(so before torch is imported), sends it one case at a time, and waits at most the per-case
+timeout. A worker that dies (signal, exit) or hangs is killed, its last words (the faulthandler
+dump in its log) are kept, and the next case starts a fresh one. `worker_main` is the worker side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+POISONED_CONTEXT = ("illegal memory access", "device-side assert", "unspecified launch failure",
+                    "illegal instruction", "misaligned address", "CUDA error: an illegal")
+"""Messages after which a CUDA context is unusable: the worker is replaced after reporting."""
+
+
+def visible_gpu_ids() -> list[str]:
+    """Ids of the visible NVIDIA GPUs, found without initializing CUDA in this process."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip()]
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
+
+
+def cache_root() -> Path:
+    """Per-user scratch for inductor / Triton caches (not the findings dir: CI uploads that)."""
+    return Path(tempfile.gettempdir()) / f"mm-fuzz-{os.getuid()}" / "campaign"
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Be killed when the process that started this one dies (Linux), e.g. on `kill -9` of the campaign."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+@dataclasses.dataclass
+class Child:
+    """A Python child process, the two pipe ends this process talks to it through, and its log."""
+
+    proc: subprocess.Popen[bytes]
+    to_child: Connection
+    from_child: Connection
+    log_path: Path
+
+    def close(self, grace_s: float = 5.0) -> None:
+        for conn in (self.to_child, self.from_child):
+            with contextlib.suppress(OSError):
+                conn.close()
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.close()
+
+    def tail(self, limit: int = 6000) -> str:
+        """The end of its log: for a dead worker, the faulthandler dump."""
+        with contextlib.suppress(OSError):
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - limit))
+                return f.read().decode("utf-8", "replace")
+        return ""
+
+
+def spawn_python(entry: str, env: dict[str, str], log_path: Path) -> Child:
+    """Start `python -c "<entry>(read_fd, write_fd)"` with `env`, stdout/stderr to `log_path`."""
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    module, _, func = entry.rpartition(".")
+    code = f"import {module}; {module}.{func}({down_r}, {up_w})"
+    full_env = {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
+                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", code], env=full_env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, pass_fds=(down_r, up_w), cwd=os.getcwd())
+    os.close(down_r)
+    os.close(up_w)
+    return Child(proc, Connection(down_w, readable=False), Connection(up_r, writable=False), log_path)
+
+
+def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:
+    """The child's ends of `spawn_python`'s pipes; also ties its life to its parent's."""
+    die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's to handle
+    return Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What running one case in a worker gave: a verdict, or how the worker failed."""
+
+    verdict: dict[str, Any] | None = None  # serialize_verdict(...) of a case that ran to the end
+    death: str | None = None  # "killed:SIGSEGV", "exited:3", "hang", "cuda-context-poisoned"
+    detail: str = ""  # one line for the finding's message
+    last_words: str = ""  # tail of the worker's log (faulthandler dump)
+    seconds: float = 0.0
+    invalid: str = ""  # the worker refused the case (the Case model rejects it): nothing ran
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start at all (import error, no torch): the campaign cannot go on."""
+
+
+class Executor:
+    """One isolated worker at a time, replaced whenever the previous one died or hung.
+
+    After the first death a spare worker is kept warming up in the background, so that a
+    crash-heavy stretch does not pay torch's start-up (seconds; more with CUDA) for every case."""
+
+    def __init__(self, index: int, *, log_dir: Path, gpu: str | None = None, case_timeout_s: float = 300.0,
+                 start_timeout_s: float = 600.0, coverage_dir: Path | None = None) -> None:
+        self.index, self.gpu = index, gpu
+        self.log_dir = Path(log_dir)
+        self.case_timeout_s, self.start_timeout_s = case_timeout_s, start_timeout_s
+        self.coverage_dir = coverage_dir
+        self.child: Child | None = None
+        self.spare: Child | None = None
+        self.info: dict[str, Any] = {}
+        self.starts = self.launches = 0
+
+    @property
+    def restarts(self) -> int:
+        return max(0, self.starts - 1)
+
+    def env(self) -> dict[str, str]:
+        caches = cache_root() / f"w{self.index}"
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton"),
+               "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
+        if self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpu
+        if self.coverage_dir is not None:
+            env["MM_FUZZ_COVERAGE_DIR"] = str(self.coverage_dir)
+        return env
+
+    def _launch(self) -> Child:
+        self.launches += 1  # logs rotate over three files: a dead worker's log survives its successor
+        return spawn_python("fuzz.workers.worker_main", self.env(),
+                            self.log_dir / f"worker-{self.index}.{self.launches % 3}.log")
+
+    def start(self) -> dict[str, Any]:
+        """Start a worker (or take the spare) and wait until it is ready; returns its environment."""
+        if self.child is not None:
+            self.child.kill()
+            self.child = None
+        child, self.spare = self.spare or self._launch(), None
+        self.starts += 1
+        if not child.from_child.poll(self.start_timeout_s):
+            child.kill()
+            raise WorkerStartError(f"worker {self.index} did not start within {self.start_timeout_s:.0f}s")
+        try:
+            kind, payload = child.from_child.recv()
+        except (EOFError, OSError):
+            kind, payload = "error", child.tail() or "the worker exited while starting"
+        if kind != "ready":
+            child.kill()
+            raise WorkerStartError(f"worker {self.index} failed to start: {str(payload).strip().splitlines()[-1]}")
+        self.child, self.info = child, payload
+        return payload
+
+    def run(self, case_json: dict[str, Any]) -> Outcome:
+        """Run one case; never raises for what the case does to the worker."""
+        if self.child is None or self.child.proc.poll() is not None:
+            self.start()
+        child = self.child
+        assert child is not None
+        began = time.monotonic()
+        try:
+            child.to_child.send(("case", case_json))
+            ready = child.from_child.poll(self.case_timeout_s)
+            message = child.from_child.recv() if ready else None
+        except (EOFError, OSError):
+            message, ready = None, True
+        seconds = time.monotonic() - began
+        if message is not None and message[0] == "invalid":
+            return Outcome(invalid=str(message[1]), seconds=seconds)
+        if message is not None and not message[1].get("poisoned"):
+            return Outcome(verdict=message[1], seconds=seconds)
+        self.child = None
+        if self.spare is None:
+            self.spare = self._launch()
+        if message is not None:  # the worker replied, then quit: its CUDA context is unusable
+            self._reap(child, wait_s=30.0)
+            return Outcome(verdict=message[1], death="cuda-context-poisoned",
+                           detail="the case left the CUDA context unusable (" + message[1]["poisoned"] + ")",
+                           last_words=child.tail(), seconds=seconds)
+        if not ready:  # hung: ask for a traceback of every thread, then kill
+            with contextlib.suppress(OSError):
+                child.proc.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+            child.kill()
+            return Outcome(death="hang", detail=f"no result within the {self.case_timeout_s:g}s per-case timeout",
+                           last_words=child.tail(), seconds=seconds)
+        code = self._reap(child)
+        return Outcome(death=_describe_exit(code), detail=f"the worker process {_describe_exit(code, long=True)}",
+                       last_words=child.tail(), seconds=seconds)
+
+    def stop(self) -> None:
+        """Stop the workers (the spare too)."""
+        if self.child is not None:
+            with contextlib.suppress(OSError):
+                self.child.to_child.send(("stop", None))
+            self.child.close()
+            self.child = None
+        if self.spare is not None:
+            self.spare.kill()
+            self.spare = None
+
+    @staticmethod
+    def _reap(child: Child, wait_s: float = 10.0) -> int:
+        try:
+            code = child.proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            child.proc.kill()
+            code = child.proc.wait()
+        child.close()
+        return code
+
+
+def _describe_exit(code: int, long: bool = False) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        return f"was killed by {name}" if long else f"killed:{name}"
+    return f"exited with status {code}" if long else f"exited:{code}"
+
+
+# --- the worker side -----------------------------------------------------------------------------
+
+def worker_main(read_fd: int, write_fd: int) -> None:
+    """Receive cases, evaluate each with one FuzzSession, send back serialized verdicts."""
+    inbox, outbox = child_connections(read_fd, write_fd)
+    import faulthandler
+    import traceback
+
+    faulthandler.enable(all_threads=True)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the driver asks for this before killing a hang
+    coverage = _start_coverage()
+    try:
+        from fuzz.session import FuzzSession
+        from strategies.case import Case, CaseError
+
+        session = FuzzSession()
+        _warm_up()
+        outbox.send(("ready", environment()))
+    except Exception:  # noqa: BLE001 - reported to the driver as one line, then fatal
+        outbox.send(("error", traceback.format_exc()))
+        return
+    while True:
+        try:
+            kind, payload = inbox.recv()
+        except (EOFError, OSError):
+            break
+        if kind != "case":
+            break
+        try:
+            case = Case.from_json(payload)
+        except CaseError as e:
+            outbox.send(("invalid", str(e)))
+            continue
+        _test_fault(case)
+        began = time.monotonic()
+        verdict = session.evaluate(case)
+        result = serialize_verdict(verdict, time.monotonic() - began)
+        if coverage is not None:
+            coverage.save()
+        outbox.send(("verdict", result))
+        if result["poisoned"]:
+            break  # a poisoned CUDA context fails everything after it: let the driver start a fresh worker
+
+
+def _warm_up() -> None:
+    """One trivial compile, so that inductor's first-use start-up does not count against the
+    first case's timeout."""
+    import torch
+
+    torch.compile(lambda x: x + 1)(torch.ones(2))
+    torch._dynamo.reset()
+
+
+def _test_fault(case: Any) -> None:
+    """TEST-ONLY fault injection, for the suite's own fault-tolerance tests: with
+    MM_FUZZ_TEST_FAULT="KIND:seed=N" (or "KIND:case=H", H the first 16 hex digits of the sha256 of
+    `case.dumps()`) the worker misbehaves on matching cases (KIND: segv, kill, exit, hang).
+    Never set outside tests."""
+    spec = os.environ.get("MM_FUZZ_TEST_FAULT")
+    if not spec:
+        return
+    kind, _, condition = spec.partition(":")
+    if condition.startswith("case="):
+        import hashlib
+
+        if hashlib.sha256(case.dumps().encode()).hexdigest()[:16] != condition[5:]:
+            return
+    elif condition and condition != f"seed={case.seed}":
+        return
+    if kind == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif kind == "exit":
+        os._exit(3)
+    elif kind == "hang":
+        time.sleep(3600)
+
+
+def serialize_verdict(verdict: Any, seconds: float) -> dict[str, Any]:
+    """A FuzzSession Verdict as plain data for the pipe and the findings store."""
+    from oracles.numerics import error_ratio
+
+    obs = verdict.observation
+    try:
+        ratio = float(min(error_ratio(obs), 1e6))
+    except Exception:  # noqa: BLE001 - targeting is a hint; a failure here must not lose the verdict
+        ratio = 0.0
+    failures = [f for f in (obs.compile_failure, obs.eager_failure) if f is not None]
+    return {
+        "violations": [dataclasses.asdict(v) for v in verdict.violations],
+        "known": [{"violation": dataclasses.asdict(v), "bug": {"name": b.name, "tracking": b.tracking}}
+                  for v, b in verdict.known],
+        "rejected": bool(verdict.rejected),
+        "error_ratio": ratio,
+        "failure": dataclasses.asdict(failures[0]) if failures else None,
+        "poisoned": _poisoned(obs.case.device, failures),
+        "seconds": round(seconds, 3),
+    }
+
+
+def _poisoned(device: str, failures: list[Any]) -> str:
+    """Why this worker's CUDA context can no longer be trusted ("" when it can)."""
+    if device != "cuda":
+        return ""
+    for f in failures:
+        if any(p in f.message for p in POISONED_CONTEXT):
+            return f"{f.type}: {f.message}"[:200]
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - any error here means the context is gone
+        return f"torch.cuda.synchronize() raised {type(e).__name__}: {str(e).splitlines()[0][:150]}"
+    return ""
+
+
+def environment() -> dict[str, Any]:
+    """Versions and hardware this worker runs on (recorded with every finding)."""
+    import importlib.metadata
+    import platform
+    import socket
+
+    import torch
+
+    from strategies.cases import default_device
+
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    info: dict[str, Any] = {
+        "torch": torch.__version__, "cuda": torch.version.cuda, "hip": torch.version.hip,
+        "triton": version("triton") or version("pytorch-triton"), "hypothesis": version("hypothesis"),
+        "python": platform.python_version(), "platform": platform.platform(), "host": socket.gethostname(),
+        "device": default_device(), "gpu": None, "driver": None,
+    }
+    if info["device"] == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+        with contextlib.suppress(Exception):
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                                 capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+            info["driver"] = out.splitlines()[0] if out else None
+    return info
+
+
+MM_PATH_FILES = ("*/torch/_inductor/kernel/mm*.py", "*/torch/_inductor/kernel/bmm.py",
+                 "*/torch/_inductor/select_algorithm.py", "*/torch/_inductor/choices.py",
+                 "*/torch/_inductor/kernel_template_choice.py", "*/torch/_inductor/kernel_inputs.py",
+                 "*/torch/_inductor/template_heuristics/*.py", "*/torch/_inductor/codegen/cpp_gemm_template.py",
+                 "*/torch/_inductor/codegen/cpp_bmm_template.py", "*/torch/_inductor/codegen/cpp_template.py")
+"""Inductor's mm path, for `run --coverage` (files missing on a version are simply not reported)."""
+
+
+def _start_coverage() -> Any:
+    out = os.environ.get("MM_FUZZ_COVERAGE_DIR")
+    if not out:
+        return None
+    if sys.version_info >= (3, 12):
+        os.environ.setdefault("COVERAGE_CORE", "sysmon")  # much cheaper tracing
+    import coverage
+
+    cov = coverage.Coverage(data_file=str(Path(out) / ".coverage"), data_suffix=f"{os.getpid()}",
+                            include=list(MM_PATH_FILES), config_file=False)
+    cov.start()
+    return cov

@@ -1,0 +1,267 @@
+"""The campaign engine: Hypothesis shrinking and delta-minimization of findings, and fault
+tolerance shown by injecting faults into real campaigns (`python -m fuzz run`): a worker that
+segfaults, one killed mid-case, a case that hangs, and `kill -9` of the whole campaign followed by
+a resume. Nothing found is lost and each fault is reported once.
+
+Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/workers.py:_test_fault) on the
+simplest case of the campaign's strategy, which Hypothesis generates first."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fuzz import campaign
+from fuzz.findings import Finding, load_campaign, load_findings
+from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
+from fuzz.workers import Outcome
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- minimization (pure) ------------------------------------------------------------------------------
+
+def test_ddmin_finds_a_one_minimal_subset() -> None:
+    calls: list[list[int]] = []
+
+    def fails(xs: list[int]) -> bool:
+        calls.append(xs)
+        return 3 in xs and 7 in xs
+
+    assert ddmin(range(10), fails) == [3, 7]
+    assert ddmin([1, 2], lambda xs: True) == []
+    assert ddmin([], lambda xs: True) == []
+
+
+def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None:
+    case = {"op": "addmm", "inputs": [1, 2, 3], "seed": 5,
+            "config": {"max_autotune": True, "epilogue_fusion": True, "max_autotune_gemm_backends": "CPP"},
+            "consumers": ["relu", "gelu", "return_twice"], "second_call": [1, 2, 3], "every_choice": True,
+            "dynamic": True, "params": {"alpha": 2.0, "beta": 0.5}}
+
+    def fails(c: dict[str, Any]) -> bool:  # the bug needs the CPP backend, gelu and alpha
+        return (c["config"].get("max_autotune_gemm_backends") == "CPP" and "gelu" in c["consumers"]
+                and "alpha" in c["params"] and c["inputs"] == [1, 2, 3])
+
+    small, how = delta_minimize(case, fails, time_limit_s=60)
+    assert small["config"] == {"max_autotune": True, "max_autotune_gemm_backends": "CPP"}  # max_autotune is kept
+    assert small["consumers"] == ["gelu"] and small["second_call"] == [] and small["params"] == {"alpha": 2.0}
+    assert small["every_choice"] is False and small["dynamic"] is False and small["inputs"] == [1, 2, 3]
+    assert how.complete and "config.epilogue_fusion" in how.dropped and how.accepted <= how.steps
+    assert KEPT_CONFIG <= {"max_autotune", "max_autotune_gemm"}
+
+
+def test_delta_minimize_stops_at_its_time_limit() -> None:
+    ticks = iter(range(1000))
+    case = {"config": {"a": 1, "b": 2, "c": 3, "d": 4}, "consumers": ["x", "y"]}
+    small, how = delta_minimize(case, lambda c: "a" in c["config"], time_limit_s=2.5,
+                                clock=lambda: float(next(ticks)))
+    assert not how.complete and how.steps == 2 and "a" in small["config"]
+
+
+# --- the driver's Hypothesis loop, with a fake worker (no compiling) ----------------------------------
+
+class FakeWorker:
+    """Reports a violation whenever the first input has at least 5 rows."""
+
+    restarts = 0
+
+    def __init__(self) -> None:
+        self.cases: list[dict[str, Any]] = []
+
+    def run(self, case_json: dict[str, Any]) -> Outcome:
+        self.cases.append(case_json)
+        bad = case_json["inputs"][0]["shape"][0] >= 5
+        v = {"oracle": "numerics", "severity": "wrong result", "signature": f"fake:{case_json['op']}", "message": "m"}
+        return Outcome(verdict={"violations": [v] if bad else [], "known": [], "rejected": False,
+                                "error_ratio": 0.0, "failure": None, "poisoned": ""})
+
+    def stop(self) -> None:
+        pass
+
+
+class Pipe:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+
+    def send(self, message: tuple[str, Any]) -> None:
+        self.sent.append(message)
+
+    def poll(self, timeout: float = 0) -> bool:
+        return False
+
+
+def fake_driver(claimed: tuple[str, ...] = ()) -> campaign.Driver:
+    cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
+           "coverage": False, "deadline": time.time() + 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
+           "backends": [], "dtypes": [], "profile": "dev", "db": "none", "device": "cpu"}
+    driver = campaign.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
+    driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
+    return driver
+
+
+def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
+    driver = fake_driver()
+    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
+    minimized = [p for k, p in sent if k == "minimized"]
+    assert len(minimized) == 1 and minimized[0]["key"] == "numerics/fake:mm"
+    case = minimized[0]["case"]
+    assert case["inputs"][0]["shape"][0] == 5  # Hypothesis shrank M to the boundary
+    assert set(case["config"]) & KEPT_CONFIG and minimized[0]["minimization"]["hypothesis_shrinks"] > 0
+    counted = [p["count"] for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm"]
+    assert sum(counted) < len(counted)  # shrink attempts do not inflate the count
+
+
+def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
+    driver = fake_driver(claimed=("numerics/fake:mm",))
+    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
+    assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
+    late = fake_driver()
+    late.cfg["deadline"] = time.time() - 1
+    late.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    assert late.executor.cases == []  # type: ignore[attr-defined]
+
+
+def test_sightings_classify_deaths_new_and_known_violations() -> None:
+    v = {"oracle": "numerics", "severity": "wrong result", "signature": "s", "message": "m"}
+    verdict = {"violations": [v], "known": [{"violation": {**v, "signature": "k"}, "bug": {"name": "b", "tracking": "t"}}]}
+    found = campaign.sightings({"op": "bmm"}, Outcome(verdict=verdict, death="cuda-context-poisoned", detail="d",
+                                                      last_words="trace"), {}, {"host": "h"})
+    assert [(f.key, f.status) for f in found] == [("process/cuda-context-poisoned:bmm", "new"),
+                                                  ("numerics/s", "new"), ("numerics/k#known:b", "known")]
+    assert found[0].traceback == "trace" and len(found[0].violations) == 3
+
+
+# --- real campaigns with planted faults --------------------------------------------------------------
+
+def run_fuzz(*args: str, fault: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MM_FUZZ_TEST_FAULT"}
+    if fault:
+        env["MM_FUZZ_TEST_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "fuzz", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+QUICK = ("--op", "mm", "--backend", "ATEN", "--workers", "1", "--seed", "7", "--case-timeout", "30s",
+         "--shrink-time", "3s", "--no-export", "--progress", "plain")
+
+
+@functools.cache
+def simplest_case() -> str:
+    """Fingerprint of the first case a `QUICK` campaign generates (Hypothesis' simplest example)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    first: list[str] = []
+
+    @settings(max_examples=1, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(campaign.case_strategy("cpu", ["mm"], ["ATEN"], []))
+    def record(case: Any) -> None:
+        first.append(case.dumps())
+
+    record()
+    return hashlib.sha256(first[0].encode()).hexdigest()[:16]
+
+
+def only_finding(out: Path) -> Finding:
+    found = load_findings([out], pytest.fail)
+    assert len(found) == 1, [f.key for f in found]
+    return found[0]
+
+
+@pytest.mark.parametrize(("fault", "signature", "last_words"), [
+    ("segv", "killed:SIGSEGV:mm", "Segmentation fault"),  # a case that crashes the process
+    ("kill", "killed:SIGKILL:mm", ""),  # the worker killed mid-case (as by the OOM killer)
+    ("hang", "hang:mm", "_test_fault"),  # a case that hangs: killed at the per-case timeout, traceback kept
+])
+def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
+        tmp_path: Path, fault: str, signature: str, last_words: str) -> None:
+    out = tmp_path / "out"
+    proc = run_fuzz("run", "--budget", "14s", "--out", str(out), *QUICK, "--case-timeout", "5s",
+                    fault=f"{fault}:case={simplest_case()}")
+    assert proc.returncode == 1, proc.stderr  # a new finding
+    f = only_finding(out)
+    assert f.key == f"process/{signature}" and f.status == "new" and f.count >= 1
+    assert last_words in (f.traceback or "")
+    assert f.minimal_case is not None and f.minimal_case["seed"] == 0  # the simplest case
+    session = load_campaign(out, pytest.fail)["sessions"][0]
+    assert session["status"] == "finished" and session["restarts"] >= 1
+    assert session["cases"] > session["restarts"]  # cases ran to the end after the worker came back
+    report = json.loads((out / "report.json").read_text())
+    assert report["distinct_findings"] == 1 and report["findings"][0]["key"] == f.key
+    assert proc.stderr.count(f"NEW finding [crash] process/{signature}") == 1
+
+
+def group_gone(pgid: int, within_s: float = 20.0) -> bool:
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
+    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "60s", "--out", str(out), *QUICK],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        for _ in range(240):
+            if list((out / "findings").glob("*.json")):
+                break
+            time.sleep(0.25)
+        else:
+            pytest.fail("no finding within 60s")
+        time.sleep(2.0)  # mid-campaign: shrinking, restarting workers, running cases
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = only_finding(out)  # written atomically: intact
+    assert before.key == "process/killed:SIGSEGV:mm"
+    assert load_campaign(out, pytest.fail)["sessions"][0]["status"] == "running"  # it never got to say goodbye
+    assert group_gone(proc.pid)  # drivers and workers died with the campaign
+
+    resumed = run_fuzz("run", "--budget", "10s", "--out", str(out), *QUICK, fault=f"segv:case={simplest_case()}")
+    assert resumed.returncode == 1, resumed.stderr
+    assert "resuming 1 earlier session" in resumed.stderr
+    after = only_finding(out)  # the same finding, counted again, not a second one
+    assert after.key == before.key and after.count > before.count and after.first_seen == before.first_seen
+    assert [s["status"] for s in load_campaign(out, pytest.fail)["sessions"]] == ["killed", "finished"]
+    assert json.loads((out / "report.json").read_text())["distinct_findings"] == 1
+
+    replay = run_fuzz("replay", str(out), fault=f"segv:case={simplest_case()}")
+    assert replay.returncode == 1 and "STILL FAILS  process/killed:SIGSEGV:mm" in replay.stdout, replay.stderr
+    fixed = run_fuzz("replay", str(out))  # without the planted fault the case passes
+    assert fixed.returncode == 0 and "FIXED" in fixed.stdout, fixed.stderr
+
+
+def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_fuzz("run", "--budget", "12s", "--out", str(out), *QUICK, "--coverage")
+    findings = load_findings([out], pytest.fail)
+    assert proc.returncode == (1 if any(f.is_new for f in findings) else 0), proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["totals"]["cases"] > 0 and report["totals"]["cases_per_min"] > 0
+    coverage = report["coverage"][0]
+    assert coverage["covered"] > 0 and any(f["file"].endswith("kernel/mm.py") for f in coverage["files"])
+    assert "## Coverage of inductor's mm path" in (out / "report.md").read_text()
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(out / "report.xml").getroot().find("testsuite")
+    assert suite is not None and int(suite.get("tests", "0")) == 1 + len(findings)
