@@ -196,6 +196,8 @@ def iter_finding_files(sources: Iterable[Path], warn: Warn) -> Iterable[tuple[Pa
             files = [source]
         elif (source / FINDINGS_DIR).is_dir():
             files = sorted((source / FINDINGS_DIR).glob("*.json"))
+        elif (source / CAMPAIGN_FILE).is_file():
+            files = []  # a campaign that found nothing
         elif source.is_dir():
             files = sorted(source.glob("*.json"))
         else:

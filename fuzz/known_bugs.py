@@ -43,7 +43,20 @@ def _frozen_cpp_empty_reduction(case: Case) -> bool:
     return _frozen_cpp(case) and case.inputs[0].shape[-1] == 0
 
 
+def _cpu_cpp_dynamic(case: Case) -> bool:
+    backends = str(case.config_dict.get("max_autotune_gemm_backends", "")).upper().split(",")
+    return case.device == "cpu" and "CPP" in backends and bool(case.second_call or case.dynamic or case.mark_dynamic)
+
+
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="cpp-gemm-dynamic-recompile-crash",
+        oracle="crash",
+        applies=_cpu_cpp_dynamic,
+        tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
+                 "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
+        torch_versions=("2.13",),
+    ),
     KnownBug(
         name="cpp-gemm-frozen-k0-crash",
         oracle="crash",
