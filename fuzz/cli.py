@@ -141,6 +141,10 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
+def _emit(line: str) -> None:
+    print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout, flush=True)
+
+
 def _fail(message: str) -> NoReturn:
     print(f"python -m fuzz: error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(2)
@@ -223,7 +227,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             target.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             _fail(f"cannot write to {target}: {e.strerror or e}")
-        done = export_findings(store, target, emit=lambda line: print(line, flush=True),
+        done = export_findings(store, target, emit=_emit,
                                verify=not args.no_verify, timeout_s=args.timeout)
         print(f"{source}: {len(done)} repro(s) in {target}")
     return 0

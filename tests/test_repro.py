@@ -1,0 +1,130 @@
+"""Repro scripts: standalone (only torch), exit 1 while the bug is present and 0 once it is fixed,
+checked against a real inductor bug (the CPP GEMM template ignores a frozen weight's storage
+offset on torch 2.13) and the same case on ATen, which is right. `pytest --repro-dir` writes the
+same scripts for failing property tests."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from fuzz import repro
+from fuzz.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
+from oracles.model import Violation
+from strategies.case import Case, TensorSpec, contiguous_strides
+from tests.test_known_bugs import affected, offset_weight_case
+
+CPP_OFFSET = Violation("numerics", "wrong result", "exact-mismatch:bmm:float32", "bmm: 176 element(s) differ")
+
+
+def imports(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.add((node.module or "").split(".")[0])
+    return names
+
+
+def run_isolated(path: str) -> subprocess.CompletedProcess[str]:
+    """Run a repro with plain python, outside the repository, with hypothesis made unimportable;
+    print which loader provided the suite's modules."""
+    probe = f"""
+import runpy, sys
+sys.modules["hypothesis"] = None
+sys.argv = [{path!r}]
+try:
+    runpy.run_path({path!r}, run_name="__main__")
+    code = 0
+except SystemExit as e:
+    code = e.code
+loaders = sorted({{type(m.__spec__.loader).__name__ for name, m in list(sys.modules.items())
+                  if m is not None and name.split(".")[0] in {SUITE_PACKAGES!r}}})
+print("LOADERS", loaders)
+sys.exit(code)
+"""
+    return subprocess.run([sys.executable, "-I", "-c", probe], cwd="/", capture_output=True, text=True, timeout=600)
+
+
+def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
+    modules = vendored_modules()
+    assert {"fuzz.session", "fuzz.harness", "oracles.numerics", "strategies.case"} <= set(modules)
+    assert not any(name.startswith("strategies.cases") for name in modules)  # no Hypothesis strategies
+    for name, (_, source) in modules.items():
+        outside = {m for m in imports(source) if m not in ALLOWED_IMPORTS and m not in SUITE_PACKAGES}
+        assert not outside, (name, outside)
+
+
+@affected
+def test_repro_of_a_real_bug_fails_standalone_and_the_fixed_case_passes(tmp_path: Path) -> None:
+    buggy = write_repro(offset_weight_case("CPP,ATEN"), [CPP_OFFSET], tmp_path)
+    text = Path(buggy).read_text()
+    assert text.startswith("#!/usr/bin/env python3\n# mm-autotune-fuzz repro: numerics / exact-mismatch:bmm:float32")
+    assert "# found with: torch " in text and "max_autotune_gemm_backends='CPP,ATEN'" in text
+    assert imports(text.split("# ====")[0]) <= ALLOWED_IMPORTS | set(SUITE_PACKAGES)  # suite: vendored below
+    proc = run_isolated(buggy)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    verdict = [ln for ln in proc.stdout.splitlines() if ln.startswith(("BUG", "FIXED", "CANNOT"))]
+    assert len(verdict) == 1 and verdict[0].startswith("BUG") and "exact-mismatch:bmm:float32" in verdict[0]
+    assert "LOADERS ['VendoredModules']" in proc.stdout  # nothing came from the repository or an install
+
+    fixed = run_repro(write_repro(offset_weight_case("ATEN"), [CPP_OFFSET], tmp_path))
+    assert fixed.exit_code == 0 and fixed.verdict.startswith("FIXED"), fixed
+
+
+def _small_case() -> Case:
+    shapes = [(4, 8), (8, 4)]
+    return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=3,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "float32") for s in shapes))
+
+
+def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
+    death = {"oracle": "process", "severity": "crash", "signature": "killed:SIGSEGV:mm", "message": "died"}
+    path = Path(write_repro(_small_case(), [death], tmp_path))
+    assert "MODE = 'process'" in path.read_text()
+    clean = run_repro(path)  # the case itself is fine on this torch
+    assert clean.exit_code == 0 and clean.verdict.startswith("FIXED"), clean
+    # Simulate a torch that segfaults on the case: the child dies, the script says BUG and exits 1.
+    path.write_text(path.read_text().replace("    verdict = evaluate()\n    if verdict.observation.case.device",
+                                             "    import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n"
+                                             "    verdict = evaluate()\n    if verdict.observation.case.device"))
+    crashed = run_repro(path)
+    assert crashed.exit_code == 1 and crashed.verdict == \
+        "BUG: the case killed the process with SIGSEGV (found as: killed:SIGSEGV:mm)", crashed
+
+
+def test_render_refuses_an_empty_violation_list() -> None:
+    with pytest.raises(repro.ReproError):
+        render_repro(_small_case(), [])
+
+
+@affected
+def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuzz import session
+    from tests.checking import assert_case_passes
+
+    monkeypatch.setattr(session, "split_known", lambda found, case, version: (found, []))  # as if unregistered
+    request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
+                                    node=types.SimpleNamespace(user_properties=[]))
+    fuzz_session = session.FuzzSession()
+
+    @settings(max_examples=1, database=None, phases=[Phase.generate], deadline=None)
+    @given(st.just(offset_weight_case("CPP,ATEN")))
+    def prop(case: Case) -> None:
+        assert_case_passes(case, fuzz_session, request)  # type: ignore[arg-type]
+
+    with pytest.raises(pytest.fail.Exception):
+        prop()
+    (name, path), = set(request.node.user_properties)  # Hypothesis replays the failure: same script
+    assert name == "repro" and Path(path).parent == tmp_path
+    assert "EXPECTED = [('numerics', 'exact-mismatch:bmm:float32')]" in Path(path).read_text()
