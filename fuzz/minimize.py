@@ -79,7 +79,7 @@ def delta_minimize(case: CaseJson, fails: Callable[[CaseJson], bool], time_limit
         changed = True
         while changed:
             changed = False
-            for reduce in (_drop_config_keys, _drop_list_elements, _clear_flags, _drop_params):
+            for reduce in (_drop_config_keys, _narrow_config_lists, _drop_list_elements, _clear_flags, _drop_params):
                 smaller = reduce(best, attempt, report)
                 if smaller != best:
                     best, changed = smaller, True
@@ -97,6 +97,21 @@ def _drop_config_keys(case: CaseJson, attempt: Callable[[CaseJson], bool], repor
     keys = fixed + ddmin(optional, lambda kept: attempt({**case, "config": {k: config[k] for k in fixed + kept}}))
     report.dropped += [f"config.{k}" for k in optional if k not in keys]
     return {**case, "config": {k: config[k] for k in sorted(keys)}} if len(keys) < len(config) else case
+
+
+def _narrow_config_lists(case: CaseJson, attempt: Callable[[CaseJson], bool], report: Minimization) -> CaseJson:
+    """Comma-separated config values (the GEMM backend set): keep as few items as still fail.
+    Fewer backends also means no autotuning race deciding whether the buggy kernel runs."""
+    for key in sorted(case.get("config") or {}):
+        value = case["config"][key]
+        if not isinstance(value, str) or "," not in value:
+            continue
+        items = value.split(",")
+        kept = ddmin(items, lambda xs, k=key: bool(xs) and attempt({**case, "config": {**case["config"], k: ",".join(xs)}}))
+        if kept and len(kept) < len(items):
+            report.dropped += [f"config.{key}:{item}" for item in items if item not in kept]
+            case = {**case, "config": {**case["config"], key: ",".join(kept)}}
+    return case
 
 
 def _drop_list_elements(case: CaseJson, attempt: Callable[[CaseJson], bool], report: Minimization) -> CaseJson:

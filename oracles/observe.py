@@ -38,6 +38,11 @@ LOWERING_SKIPPING_CACHES = {
 """Caches that let a compile skip lowering (and so record nothing); code caches stay on."""
 
 
+CONFIG_LIMITS = ("NoValidChoicesError", "ConstraintViolationError")
+"""Errors that mean the case asked for something its config cannot do (no backend serves the
+shape; a dim marked dynamic that the program pins to a constant), not an inductor bug."""
+
+
 class ObserverUnavailable(RuntimeError):
     """The installed torch lacks a hook the observer needs: the suite cannot observe anything."""
 
@@ -252,7 +257,7 @@ def describe_failure(exc: BaseException) -> Failure:
     while seen is not None and seen not in chain:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    config_limit = any(type(e).__name__ == "NoValidChoicesError" or "NoValidChoicesError" in str(e) for e in chain)
+    config_limit = any(name in type(e).__name__ or name in str(e) for e in chain for name in CONFIG_LIMITS)
     frames = [fs for e in chain for fs in traceback.extract_tb(e.__traceback__)]
     paths = [(fs.filename.replace(os.sep, "/"), fs.name) for fs in frames]
     frame = next((f"{p.split('torch/_inductor/')[-1]}:{n}" for p, n in reversed(paths) if "torch/_inductor/" in p),

@@ -125,8 +125,9 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     mode = draw(st.sampled_from(("static", "static", "static", "dynamic", "mark_m", "second_call")))
     if not frozen and op not in ("int_mm", "scaled_mm") and mode != "static":
         dynamic = mode == "dynamic"
-        if mode == "mark_m":
-            marks = ((0, len(inputs[0].shape) - 2),)
+        if mode == "mark_m":  # every input whose rows are M, so no other dim pins M to a constant
+            marks = tuple((i, len(t.shape) - 2) for i, t in enumerate(inputs)
+                          if len(t.shape) >= 2 and _resize_m(op, i, t.shape, m, m + 1) != t.shape)
         m2 = draw(dims(MAX_DIM[device] // 2))
         second = tuple(draw(strided(_resize_m(op, i, t.shape, m, m2), t.dtype, kinds)) if len(t.shape) >= 2 else t
                        for i, t in enumerate(inputs))

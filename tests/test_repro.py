@@ -65,10 +65,10 @@ def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
 
 @affected
 def test_repro_of_a_real_bug_fails_standalone_and_the_fixed_case_passes(tmp_path: Path) -> None:
-    buggy = write_repro(offset_weight_case("CPP,ATEN"), [CPP_OFFSET], tmp_path)
+    buggy = write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path)  # CPP alone: no autotuning race
     text = Path(buggy).read_text()
     assert text.startswith("#!/usr/bin/env python3\n# mm-autotune-fuzz repro: numerics / exact-mismatch:bmm:float32")
-    assert "# found with: torch " in text and "max_autotune_gemm_backends='CPP,ATEN'" in text
+    assert "# found with: torch " in text and "max_autotune_gemm_backends='CPP'" in text
     assert imports(text.split("# ====")[0]) <= ALLOWED_IMPORTS | set(SUITE_PACKAGES)  # suite: vendored below
     proc = run_isolated(buggy)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -119,7 +119,7 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
     fuzz_session = session.FuzzSession()
 
     @settings(max_examples=1, database=None, phases=[Phase.generate], deadline=None)
-    @given(st.just(offset_weight_case("CPP,ATEN")))
+    @given(st.just(offset_weight_case("CPP")))
     def prop(case: Case) -> None:
         assert_case_passes(case, fuzz_session, request)  # type: ignore[arg-type]
 
