@@ -33,12 +33,16 @@ def op_bound(reduction: int, dtype: torch.dtype, tf32: bool) -> Callable[[torch.
     return bound
 
 
+EAGER_SLACK_CAP = 16.0
+
+
 def tolerance(check: OutputCheck) -> torch.Tensor:
-    """Twice (the propagated bound + the final rounding to the output dtype), and never below
-    twice eager's own error against float64."""
+    """Twice (the propagated bound + the final rounding to the output dtype). Eager's own error
+    (reduced-precision library paths) widens it, by at most 16x, so a broken eager hides nothing."""
     u_final = UNIT_ROUNDOFF.get(check.compiled.dtype, 0.0 if not check.compiled.dtype.is_floating_point else 2.0**-8)
     bound = 2 * (check.bound + u_final * check.reference.abs())
-    return torch.maximum(bound, 2 * (check.eager.double() - check.reference).abs())
+    eager_error = torch.nan_to_num((check.eager.double() - check.reference).abs(), nan=0.0, posinf=0.0)
+    return torch.maximum(bound, torch.minimum(2 * eager_error, EAGER_SLACK_CAP * bound))
 
 
 def _comparable(check: OutputCheck) -> torch.Tensor:
@@ -92,8 +96,8 @@ def _check_output(op: str, c: OutputCheck) -> list[Violation]:
                              f"{what}: compiled strides {got.stride()}, eager {want.stride()}"))
     if got.numel() == 0:
         return out
-    if c.exact:
-        if not (torch.equal(got, want) and torch.equal(got.double(), c.reference)):
+    if c.exact:  # judged against the exact result alone: eager has its own bugs (see README)
+        if not torch.equal(got.double(), c.reference):
             wrong = int((got.double() != c.reference).sum())
             out.append(Violation("numerics", WRONG_RESULT, f"exact-mismatch:{op}:{dtype}{where}",
                                  f"{what} {dtype}: exact-integer case, {wrong} element(s) differ from the exact "

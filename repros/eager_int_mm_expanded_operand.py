@@ -1,0 +1,19 @@
+"""Eager `torch._int_mm` on the CPU returns garbage when an operand is expanded (stride 0).
+
+Found by this suite on torch 2.13.0+cpu while checking inductor (the compiled result was the
+exact one; eager was not). Not an inductor bug: the suite's exact-integer oracle judges compiled
+code against the exact result, not against eager, so this does not hide inductor bugs.
+Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (CPU build).
+"""
+
+import sys
+
+import torch
+
+a = torch.tensor([[1, 2], [3, 4]], dtype=torch.int8)
+b = torch.tensor([5, 6], dtype=torch.int8).expand(2, 2)  # stride (0, 1)
+got, exact = torch._int_mm(a, b), a.long() @ b.long()
+ok = torch.equal(got.long(), exact)
+print(f"{'FIXED' if ok else 'BUG'}: _int_mm with an expanded operand gave {got.tolist()}, exact {exact.tolist()} "
+      f"(torch {torch.__version__})")
+sys.exit(0 if ok else 1)
