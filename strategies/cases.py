@@ -139,3 +139,34 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
         every_choice=draw(st.integers(0, 3)) == 0,
     )
+
+
+def stride_kind(t: TensorSpec) -> str:
+    """Which STRIDE_KINDS layout a generated operand has (read back from its strides)."""
+    if len(t.shape) < 2:
+        return "vector"
+    rows, cols = t.stride[-2:]
+    if t.shape[-2] > 1 and rows == 0:
+        return "expanded"
+    if t.shape[-1] > 1 and cols == 2:
+        return "nondense"
+    if t.shape[-2] > 1 and t.shape[-1] > 1 and cols != 1:
+        return "transposed"
+    if len(t.shape) == 3 and t.shape[0] > 1 and t.stride[0] < rows:
+        return "batch_inner"
+    return "offset" if t.offset else "dense"
+
+
+def case_features(case: Case) -> set[str]:
+    """Labels of the regions a case falls in (for statistics and the distribution test)."""
+    out = {f"op:{case.op}", f"value:{case.value_mode}", f"every_choice:{case.every_choice}",
+           f"backends:{case.config_dict['max_autotune_gemm_backends']}"}
+    out |= {f"dtype:{t.dtype}" for t in case.inputs} | {f"consumer:{c}" for c in case.consumers}
+    out |= {f"stride:{stride_kind(t)}" for t in case.inputs} | {f"knob:{k}" for k in case.config_dict}
+    out |= {"zero-size"} if any(0 in t.shape for t in case.inputs) else set()
+    out |= {"dynamic"} if case.dynamic else set()
+    out |= {"mark_dynamic"} if case.mark_dynamic else set()
+    out |= {"second_call"} if case.second_call else set()
+    out |= {"frozen"} if case.frozen_weights else set()
+    out |= {"tf32"} if case.tf32 else set()
+    return out

@@ -6,15 +6,18 @@ import os
 import warnings
 
 import pytest
-from hypothesis import reject, target
+from hypothesis import event, reject, target
 
 from fuzz.session import FuzzSession
 from oracles.numerics import error_ratio
 from strategies.case import Case
+from strategies.cases import case_features
 
 
 def assert_case_passes(case: Case, session: FuzzSession, request: pytest.FixtureRequest) -> None:
     """Compile `case`, run all oracles; fail with the violations and the Case JSON."""
+    for feature in sorted(case_features(case)):
+        event(feature)  # shown by --hypothesis-show-statistics
     verdict = session.evaluate(case)
     if verdict.rejected:
         reject()
