@@ -54,7 +54,20 @@ def _triton_small_m_half_addmm(case: Case) -> bool:
             and case.inputs[0].dtype in ("float16", "bfloat16") and case.inputs[0].shape[0] <= 16)
 
 
+def _cpu_int_mm_expanded_operand(case: Case) -> bool:
+    return case.device == "cpu" and case.op == "int_mm" and any(
+        s == 0 and d > 1 for t in case.inputs for d, s in zip(t.shape, t.stride))
+
+
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="aten-int-mm-expanded-operand",
+        oracle="numerics",
+        applies=_cpu_int_mm_expanded_operand,
+        tracking="repros/eager_int_mm_expanded_operand.py (not yet filed upstream): ATen's CPU _int_mm "
+                 "returns garbage for a stride-0 operand; compiled code inherits it through the extern kernel",
+        torch_versions=("2.13",),
+    ),
     KnownBug(
         name="triton-mm-template-small-m-block-k-128",
         oracle="numerics",
