@@ -116,6 +116,8 @@ class Driver:
         self.target_claimed_at = self.target_until = 0.0
         self.shrink_steps = 0
         self.seen: dict[str, Outcome] = {}  # outcomes of the cases this driver ran, by fingerprint
+        self.sighted: set[str] = set()  # finding keys this driver has reported
+        self.pending: dict[str, dict[str, Any]] = {}  # unclaimed keys seen while shrinking, with their case
 
     # messages
     def send(self, kind: str, payload: Any = None) -> None:
@@ -148,7 +150,12 @@ class Driver:
             return
         device = self.cfg["device"] or self.env["device"]
         self.send("ready", {"worker": self.index, "env": self.env, "device": device})
-        strategy = case_strategy(device, self.cfg["ops"], self.cfg["backends"], self.cfg["dtypes"])
+        available = self.env["ops"]
+        unsupported = [op for op in self.cfg["ops"] if op not in available]
+        if unsupported:
+            self.send("fatal", f"--op {unsupported[0]} does not run on {device} here (it runs: {', '.join(available)})")
+            return
+        strategy = case_strategy(device, self.cfg["ops"] or available, self.cfg["backends"], self.cfg["dtypes"])
         from hypothesis.errors import Unsatisfiable
 
         rounds = 0
@@ -192,7 +199,15 @@ class Driver:
         finally:
             _ACTIVE = None
         if self.target is not None:
-            self.finish_target()
+            assert self.target_case is not None
+            self.minimize(self.target, self.target_case, self.target_claimed_at, self.shrink_steps)
+            self.target = None
+        while self.pending and not self.out_of_time():  # findings first seen while shrinking another
+            key, case_json = self.pending.popitem()
+            if key not in self.claimed:
+                self.claimed.add(key)
+                self.send("claim", key)
+                self.minimize(key, case_json, time.time(), 0)
 
     def body(self, case: Any) -> None:
         from hypothesis import reject, target
@@ -207,8 +222,7 @@ class Driver:
                 raise _ShrinkTimeUp
         case_json = case.to_json()
         outcome, fresh = self.evaluate(case_json)
-        shrinking = self.target is not None
-        found = self.report(case_json, outcome, counted=lambda key: fresh and not (shrinking and key == self.target))
+        found = self.report(case_json, outcome, fresh)
         if outcome.verdict is not None:
             target(outcome.verdict["error_ratio"], label="compiled error / tolerance")
         if self.target is None:
@@ -242,38 +256,39 @@ class Driver:
                            "shrinking": self.target is not None})
         return outcome, True
 
-    def report(self, case_json: dict[str, Any], outcome: Outcome, counted: Callable[[str], bool]) -> set[str]:
-        """Send every finding the outcome shows to the coordinator; returns their keys."""
+    def report(self, case_json: dict[str, Any], outcome: Outcome, fresh: bool) -> set[str]:
+        """Send every finding the outcome shows to the coordinator; returns their keys. A sighting
+        counts when the case ran now and is an independent sample: while shrinking, only a key
+        this driver never saw before counts (shrink candidates are close copies of one case)."""
         records = sightings(case_json, outcome, self.env, {"host": self.env.get("host", socket.gethostname()),
                                                            "worker": self.index, "seed": self.cfg["seed"],
                                                            "session": self.cfg["session"]})
         for record in records:
-            if not counted(record.key):
+            if not fresh or (self.target is not None and record.key in self.sighted):
                 record.count = 0
+            self.sighted.add(record.key)
+            if self.target is not None and record.key != self.target and record.key not in self.claimed:
+                self.pending.setdefault(record.key, case_json)
             self.send("finding", record.to_json())
         return {r.key for r in records}
 
-    def finish_target(self) -> None:
-        """Delta-minimize the Hypothesis-shrunk case in the time left, then report it."""
+    def minimize(self, key: str, case_json: dict[str, Any], claimed_at: float, shrinks: int) -> None:
+        """Delta-minimize a (Hypothesis-shrunk) failing case in its time left, then report it."""
         from fuzz.minimize import delta_minimize
-
-        assert self.target is not None and self.target_case is not None
-        key = self.target
 
         def fails(candidate: dict[str, Any]) -> bool:
             self.poll_inbox()
             if self.stop_requested:
                 return False
             outcome, fresh = self.evaluate(candidate)
-            found = self.report(candidate, outcome, counted=lambda k: fresh and k != key)
-            return key in found
+            return key in self.report(candidate, outcome, fresh)
 
-        minimal, how = delta_minimize(self.target_case, fails, max(0.0, self.target_until - time.time()))
-        self.send("minimized", {"key": key, "case": minimal, "minimization": {
-            "hypothesis_shrinks": self.shrink_steps, "delta_steps": how.steps, "dropped": how.dropped,
-            "complete": how.complete and not self.stop_requested,
-            "seconds": round(time.time() - self.target_claimed_at, 1)}})
+        self.target = key  # sightings of other keys on the way are independent of it: see report()
+        minimal, how = delta_minimize(case_json, fails, max(0.0, claimed_at + self.cfg["shrink_s"] - time.time()))
         self.target = None
+        self.send("minimized", {"key": key, "case": minimal, "minimization": {
+            "hypothesis_shrinks": shrinks, "delta_steps": how.steps, "dropped": how.dropped,
+            "complete": how.complete and not self.stop_requested, "seconds": round(time.time() - claimed_at, 1)}})
 
 
 def sightings(case_json: dict[str, Any], outcome: Outcome, env: dict[str, Any],
@@ -297,12 +312,13 @@ def sightings(case_json: dict[str, Any], outcome: Outcome, env: dict[str, Any],
 
 
 def case_strategy(device: str, ops: list[str], backends: list[str], dtypes: list[str]) -> Any:
-    """`cases()` on `device`, restricted by the campaign's filters."""
+    """`cases()` of `ops` on `device`, restricted by the campaign's filters. (The ops are given:
+    letting `cases` ask torch which ops a GPU runs would initialize CUDA in the driver.)"""
     from hypothesis import strategies as st
 
     from strategies.cases import cases
 
-    strategy = st.one_of([cases(op=op, device=device) for op in ops]) if ops else cases(device=device)
+    strategy = st.one_of([cases(op=op, device=device) for op in ops])
     if backends:
         allowed = set(backends)
         strategy = strategy.filter(lambda c: backends_of(c.to_json()) <= allowed)
@@ -416,7 +432,8 @@ class Coordinator:
         claimed = sorted(f.key for f in self.store if f.minimal_case is not None)
         db = self.opts.db or str(self.opts.out / "examples")
         for i, gpu in enumerate(gpus):
-            child = spawn_python("fuzz.campaign.driver_main", {}, self.opts.out / LOG_DIR / f"driver-{i}.log")
+            child = spawn_python("fuzz.campaign.driver_main", {} if gpu is None else {"CUDA_VISIBLE_DEVICES": gpu},
+                                 self.opts.out / LOG_DIR / f"driver-{i}.log")
             child.to_child.send(("config", {
                 "index": i, "gpu": gpu, "device": self.opts.device, "seed": self.opts.seed,
                 "session": self.session["index"], "deadline": self.deadline, "shrink_s": self.opts.shrink_s,

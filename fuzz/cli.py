@@ -59,6 +59,11 @@ def _known_backends() -> list[str]:
     return sorted({b for sets in BACKENDS.values() for s in sets for b in s.split(",")})
 
 
+def _add_sources(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sources", nargs="+", type=Path, metavar="DIR|FILE",
+                        help="campaign output directories, findings directories or finding files")
+
+
 def build_parser() -> Parser:
     from fuzz.profiles import PROFILES
     from strategies.case import DTYPES, OPS
@@ -110,8 +115,7 @@ def build_parser() -> Parser:
     replay = sub.add_parser("replay", help="re-run stored findings and say which still fail", description=(
         "Run each stored finding's case (its shrunk form when there is one) again in an isolated worker and "
         "say whether it still fails the same way. Exit status: 1 when a new (unknown) finding still fails."))
-    replay.add_argument("sources", nargs="+", type=Path, metavar="DIR|FILE",
-                        help="campaign output directories, findings directories or finding files")
+    _add_sources(replay)
     replay.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
                         help="per-case timeout (default 5m)")
     replay.add_argument("--original", action="store_true", help="replay the first case found, not the shrunk one")
@@ -129,8 +133,7 @@ def build_parser() -> Parser:
     report = sub.add_parser("report", help="summarize (and merge) findings directories", description=(
         "Merge the findings of one or more campaign directories (hosts, sessions): counts add up, the smallest "
         "shrunk case wins. Prints a Markdown summary; writes JSON / JUnit XML / Markdown files when asked."))
-    report.add_argument("sources", nargs="+", type=Path, metavar="DIR|FILE",
-                        help="campaign output directories, findings directories or finding files")
+    _add_sources(report)
     report.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the JSON summary here")
     report.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write JUnit XML here")
     report.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write the Markdown here")

@@ -378,7 +378,7 @@ def environment() -> dict[str, Any]:
 
     import torch
 
-    from strategies.cases import default_device
+    from strategies.cases import default_device, ops_for
 
     def version(dist: str) -> str | None:
         try:
@@ -392,6 +392,7 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(), "platform": platform.platform(), "host": socket.gethostname(),
         "device": default_device(), "gpu": None, "driver": None,
     }
+    info["ops"] = list(ops_for(info["device"]))  # asked here: the driver must not initialize CUDA
     if info["device"] == "cuda":
         info["gpu"] = torch.cuda.get_device_name(0)
         with contextlib.suppress(Exception):

@@ -73,18 +73,20 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 # --- the driver's Hypothesis loop, with a fake worker (no compiling) ----------------------------------
 
 class FakeWorker:
-    """Reports a violation whenever the first input has at least 5 rows."""
+    """Reports violations `names` whenever the first input has at least 5 rows."""
 
     restarts = 0
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[str, ...] = ("fake",)) -> None:
         self.cases: list[dict[str, Any]] = []
+        self.names = names
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         self.cases.append(case_json)
         bad = case_json["inputs"][0]["shape"][0] >= 5
-        v = {"oracle": "numerics", "severity": "wrong result", "signature": f"fake:{case_json['op']}", "message": "m"}
-        return Outcome(verdict={"violations": [v] if bad else [], "known": [], "rejected": False,
+        found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:{case_json['op']}",
+                  "message": "m"} for name in self.names]
+        return Outcome(verdict={"violations": found if bad else [], "known": [], "rejected": False,
                                 "error_ratio": 0.0, "failure": None, "poisoned": ""})
 
     def stop(self) -> None:
@@ -123,6 +125,17 @@ def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     assert set(case["config"]) & KEPT_CONFIG and minimized[0]["minimization"]["hypothesis_shrinks"] > 0
     counted = [p["count"] for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm"]
     assert sum(counted) < len(counted)  # shrink attempts do not inflate the count
+
+
+def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> None:
+    driver = fake_driver()
+    driver.executor = FakeWorker(("fake", "other"))  # type: ignore[assignment]
+    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    assert sorted(p for k, p in sent if k == "claim") == ["numerics/fake:mm", "numerics/other:mm"]
+    minimized = {p["key"]: p for k, p in sent if k == "minimized"}
+    assert minimized["numerics/fake:mm"]["minimization"]["hypothesis_shrinks"] > 0
+    assert minimized["numerics/other:mm"]["minimization"]["hypothesis_shrinks"] == 0  # delta-minimized only
 
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
@@ -266,3 +279,14 @@ def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
 
     suite = ET.parse(out / "report.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("tests", "0")) == 1 + len(findings)
+
+
+def test_example_database_backends(tmp_path: Path) -> None:
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    assert campaign.open_database("none") is None
+    shared = campaign.open_database(str(tmp_path / "shared"))
+    assert isinstance(shared, DirectoryBasedExampleDatabase)
+    shared.save(b"key", b"value")  # another host's driver sees what this one saved
+    assert list(campaign.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
+    assert campaign.derive_seed(1, 0, 0, 0) != campaign.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
