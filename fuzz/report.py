@@ -206,12 +206,14 @@ def coverage_summary(data_dir: Path) -> dict[str, Any] | None:
     """Combine the workers' coverage data of the mm path; None when nothing was recorded."""
     import coverage
 
+    from fuzz.workers import coverage_config
+
     parts = sorted(str(p) for p in Path(data_dir).glob(".coverage.*"))
     if not parts:
         return None
     combined = Path(data_dir) / "combined.coverage"
     combined.unlink(missing_ok=True)
-    cov = coverage.Coverage(data_file=str(combined), config_file=False)
+    cov = coverage.Coverage(data_file=str(combined), config_file=coverage_config())
     cov.combine(parts, keep=True)
     cov.save()
     files = []

@@ -402,12 +402,10 @@ def environment() -> dict[str, Any]:
     return info
 
 
-MM_PATH_FILES = ("*/torch/_inductor/kernel/mm*.py", "*/torch/_inductor/kernel/bmm.py",
-                 "*/torch/_inductor/select_algorithm.py", "*/torch/_inductor/choices.py",
-                 "*/torch/_inductor/kernel_template_choice.py", "*/torch/_inductor/kernel_inputs.py",
-                 "*/torch/_inductor/template_heuristics/*.py", "*/torch/_inductor/codegen/cpp_gemm_template.py",
-                 "*/torch/_inductor/codegen/cpp_bmm_template.py", "*/torch/_inductor/codegen/cpp_template.py")
-"""Inductor's mm path, for `run --coverage` (files missing on a version are simply not reported)."""
+def coverage_config() -> str | bool:
+    """The coverage settings naming inductor's mm path: the repository's pyproject.toml."""
+    config = REPO_ROOT / "pyproject.toml"
+    return str(config) if config.is_file() else False
 
 
 def _start_coverage() -> Any:
@@ -419,6 +417,6 @@ def _start_coverage() -> Any:
     import coverage
 
     cov = coverage.Coverage(data_file=str(Path(out) / ".coverage"), data_suffix=f"{os.getpid()}",
-                            include=list(MM_PATH_FILES), config_file=False)
+                            config_file=coverage_config())
     cov.start()
     return cov
