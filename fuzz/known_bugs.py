@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 from oracles.model import Violation
-from strategies.case import Case
+from strategies.case import Case, TensorSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,18 +54,25 @@ def _triton_small_m_half_addmm(case: Case) -> bool:
             and case.inputs[0].dtype in ("float16", "bfloat16") and case.inputs[0].shape[0] <= 16)
 
 
-def _cpu_int_mm_expanded_operand(case: Case) -> bool:
+def _short_leading_dimension(t: TensorSpec) -> bool:
+    """A matrix whose leading dimension is shorter than its rows (stride 0 or odd size-1 strides)."""
+    (rows, cols), (s_row, s_col) = t.shape[-2:], t.stride[-2:]
+    return (s_col == 1 and s_row < cols) or (s_row == 1 and s_col < rows and cols > 1) or (s_row == 0 and rows > 1)
+
+
+def _cpu_int_mm_short_leading_dim(case: Case) -> bool:
     return case.device == "cpu" and case.op == "int_mm" and any(
-        s == 0 and d > 1 for t in case.inputs for d, s in zip(t.shape, t.stride))
+        _short_leading_dimension(t) for t in case.inputs + case.second_call if len(t.shape) == 2)
 
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="aten-int-mm-expanded-operand",
         oracle="numerics",
-        applies=_cpu_int_mm_expanded_operand,
+        applies=_cpu_int_mm_short_leading_dim,
         tracking="repros/eager_int_mm_expanded_operand.py (not yet filed upstream): ATen's CPU _int_mm "
-                 "returns garbage for a stride-0 operand; compiled code inherits it through the extern kernel",
+                 "returns garbage when an operand's leading dimension is shorter than its rows (stride 0, "
+                 "a (1, K) view with stride (1, 1)); compiled code inherits it through the extern kernel",
         torch_versions=("2.13",),
     ),
     KnownBug(
