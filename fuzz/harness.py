@@ -53,7 +53,7 @@ def _cpu(outputs: Any) -> list[torch.Tensor]:
 
 def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     """Compile and run `case`; every failure is recorded in the Observation, never raised."""
-    obs = Observation(case=case, torch_version=torch.__version__, gathered_as=programs.OPS[case.op].gathered_as)
+    obs = Observation(case=case, torch_version=torch.__version__)
     grad = torch.no_grad() if case.frozen_weights else contextlib.nullcontext()
     with _tf32(case.tf32), grad:
         try:

@@ -25,23 +25,22 @@ GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
 class OpSpec:
     code: str  # the call; {0}.. are inputs, {alpha}/{beta} params
     reference: str  # float64 semantics of the same call (inputs already float64)
-    gathered_as: tuple[str, ...]  # selection names inductor uses (autotune_select_algorithm's `name`)
     out_dtype: str | None = None  # None: the first input's dtype
 
 
 OPS: dict[str, OpSpec] = {
-    "mm": OpSpec("torch.mm({0}, {1})", "{0} @ {1}", ("mm",)),
+    "mm": OpSpec("torch.mm({0}, {1})", "{0} @ {1}"),
     "addmm": OpSpec("torch.addmm({2}, {0}, {1}, beta={beta}, alpha={alpha})",
-                    "{beta} * {2} + {alpha} * ({0} @ {1})", ("addmm",)),
-    "bmm": OpSpec("torch.bmm({0}, {1})", "{0} @ {1}", ("bmm",)),
+                    "{beta} * {2} + {alpha} * ({0} @ {1})"),
+    "bmm": OpSpec("torch.bmm({0}, {1})", "{0} @ {1}"),
     "baddbmm": OpSpec("torch.baddbmm({2}, {0}, {1}, beta={beta}, alpha={alpha})",
-                      "{beta} * {2} + {alpha} * ({0} @ {1})", ("baddbmm",)),
-    "matmul": OpSpec("torch.matmul({0}, {1})", "{0} @ {1}", ("mm", "bmm")),
-    "mm_out_dtype": OpSpec("torch.mm({0}, {1}, out_dtype=torch.float32)", "{0} @ {1}", ("mm",), "float32"),
-    "int_mm": OpSpec("torch._int_mm({0}, {1})", "{0} @ {1}", ("int_mm",), "int32"),
+                      "{beta} * {2} + {alpha} * ({0} @ {1})"),
+    "matmul": OpSpec("torch.matmul({0}, {1})", "{0} @ {1}"),
+    "mm_out_dtype": OpSpec("torch.mm({0}, {1}, out_dtype=torch.float32)", "{0} @ {1}", "float32"),
+    "int_mm": OpSpec("torch._int_mm({0}, {1})", "{0} @ {1}", "int32"),
     "scaled_mm": OpSpec("torch._scaled_mm({0}, {1}, scale_a={2}, scale_b={3}, out_dtype=torch.bfloat16)",
-                        "({0} * {2}) @ ({1} * {3})", ("scaled_mm",), "bfloat16"),
-    "mm_plus_mm": OpSpec("torch.mm({0}, {1}) + torch.mm({2}, {3})", "{0} @ {1} + {2} @ {3}", ("mm_plus_mm", "mm")),
+                        "({0} * {2}) @ ({1} * {3})", "bfloat16"),
+    "mm_plus_mm": OpSpec("torch.mm({0}, {1}) + torch.mm({2}, {3})", "{0} @ {1} + {2} @ {3}"),
 }
 
 BoundFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]  # (bound, magnitude) -> (bound, magnitude)

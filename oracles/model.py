@@ -101,7 +101,6 @@ class Observation:
     selections: list[SelectionEvent] = dataclasses.field(default_factory=list)
     post_grad_targets: list[str] | None = None  # None: inductor never ran post-grad passes
     lowered: list[LoweredNode] = dataclasses.field(default_factory=list)
-    gathered_as: tuple[str, ...] = ()  # selection names the op may use (mm_plus_mm covers two mm nodes)
     results: list[OutputCheck] = dataclasses.field(default_factory=list)
     eager_failure: Failure | None = None
     compile_failure: Failure | None = None

@@ -65,3 +65,10 @@ def test_optional_fields_default_so_older_findings_load() -> None:
         data.pop(key, None)
     case = Case.from_json(data)
     assert case.seed == 0 and case.consumers == () and not case.every_choice
+
+
+def test_case_vocabulary_matches_the_programs() -> None:
+    from fuzz import programs
+    from strategies import case as model
+
+    assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(programs.CONSUMERS)
