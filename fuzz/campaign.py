@@ -113,6 +113,7 @@ class Driver:
         self.env: dict[str, Any] = {}
         self.target: str | None = None
         self.target_case: dict[str, Any] | None = None
+        self.deadline = float("inf")  # set when the worker is ready: start-up does not eat the budget
         self.target_claimed_at = self.target_until = 0.0
         self.shrink_steps = 0
         self.seen: dict[str, Outcome] = {}  # outcomes of the cases this driver ran, by fingerprint
@@ -139,7 +140,7 @@ class Driver:
 
     def out_of_time(self) -> bool:
         self.poll_inbox()
-        return self.stop_requested or time.time() >= self.cfg["deadline"]
+        return self.stop_requested or time.time() >= self.deadline
 
     # the main loop
     def run(self) -> None:
@@ -148,6 +149,7 @@ class Driver:
         except WorkerStartError as e:
             self.send("fatal", str(e))
             return
+        self.deadline = time.time() + self.cfg["budget_s"]
         device = self.cfg["device"] or self.env["device"]
         self.send("ready", {"worker": self.index, "env": self.env, "device": device})
         available = self.env["ops"]
@@ -403,7 +405,7 @@ class Coordinator:
                 earlier["status"] = "killed"
         record["sessions"].append(self.session)
         self.started = time.time()
-        self.deadline = self.started + opts.budget_s
+        self.deadline: float | None = None  # the first worker's ready time + the budget
         self.drivers: list[_DriverHandle] = []
         self.fatal: str | None = None
         self.stopping = False
@@ -411,7 +413,7 @@ class Coordinator:
         self._saved = 0.0
 
     def save_record(self) -> None:
-        self.session["seconds"] = round(time.time() - self.started, 1)
+        self.session["seconds"] = round(time.time() - self.progress.started, 1)  # since the first worker was ready
         write_json_atomic(self.opts.out / CAMPAIGN_FILE, self.record)
         self._saved = time.time()
 
@@ -436,7 +438,7 @@ class Coordinator:
                                  self.opts.out / LOG_DIR / f"driver-{i}.log")
             child.to_child.send(("config", {
                 "index": i, "gpu": gpu, "device": self.opts.device, "seed": self.opts.seed,
-                "session": self.session["index"], "deadline": self.deadline, "shrink_s": self.opts.shrink_s,
+                "session": self.session["index"], "budget_s": self.opts.budget_s, "shrink_s": self.opts.shrink_s,
                 "case_timeout_s": self.opts.case_timeout_s, "ops": list(self.opts.ops),
                 "backends": list(self.opts.backends), "dtypes": list(self.opts.dtypes),
                 "profile": self.opts.profile, "db": db, "out": str(self.opts.out), "claimed": claimed,
@@ -482,6 +484,9 @@ class Coordinator:
             s["restarts"] += 1
             self.progress.event(f"worker {payload['worker']} {payload['reason']}: restarting it")
         elif kind == "ready":
+            if self.deadline is None:
+                self.deadline = time.time() + self.opts.budget_s
+                self.progress.started = time.time()
             d.device = payload["device"]
             s["device"], s["env"] = payload["device"], s["env"] or payload["env"]
         elif kind == "log":
@@ -493,8 +498,9 @@ class Coordinator:
             d.done = True
 
     def loop(self) -> None:
-        hard_stop = self.deadline + self.opts.shrink_s + self.opts.case_timeout_s + 120
         while any(not d.done for d in self.drivers):
+            end = self.deadline if self.deadline is not None else self.started + 900 + self.opts.budget_s
+            hard_stop = end + self.opts.shrink_s + self.opts.case_timeout_s + 120
             live = {d.child.from_child: d for d in self.drivers if not d.done}
             for conn in wait(list(live), timeout=0.5):
                 d = live[conn]  # type: ignore[index]

@@ -79,8 +79,9 @@ def build_parser() -> Parser:
         "and summarized in OUT/report.{json,xml,md}. Running again with the same OUT resumes the campaign. "
         "Exit status: 1 when OUT holds new (unknown) findings, 0 when it does not, 2 on bad input."))
     run.add_argument("--budget", type=duration, default=duration("5m"), metavar="DURATION",
-                     help="wall-clock time to generate cases for, e.g. 90s, 5m, 8h (default 5m); a finding found "
-                          "near the end may still be shrunk for up to --shrink-time")
+                     help="wall-clock time to generate cases for, e.g. 90s, 5m, 8h (default 5m), counted from when "
+                          "the workers are ready; a finding found near the end may still be shrunk for up to "
+                          "--shrink-time")
     run.add_argument("--out", type=Path, default=Path("findings"), metavar="DIR",
                      help="output directory; an existing campaign there is resumed (default ./findings)")
     run.add_argument("--seed", type=int, default=None,

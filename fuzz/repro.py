@@ -374,8 +374,8 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
     for f in list(findings):
         try:
             case = Case.from_json(f.best_case)
-            path = write_repro(case, [f.violation], repro_dir, meta={**finding_meta(f), "timeout_s": timeout_s},
-                               name=f.file_name().removesuffix(".json") + ".py")
+            meta = {**finding_meta(f), "timeout_s": 0.8 * timeout_s}  # a hang repro's own limit, inside ours
+            path = write_repro(case, [f.violation], repro_dir, meta=meta, name=f.file_name().removesuffix(".json") + ".py")
         except (CaseError, ReproError) as e:
             emit(f"warning: no repro for {f.key}: {e}")
             continue

@@ -106,10 +106,11 @@ class Pipe:
 
 def fake_driver(claimed: tuple[str, ...] = ()) -> campaign.Driver:
     cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
-           "coverage": False, "deadline": time.time() + 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
+           "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
            "backends": [], "dtypes": [], "profile": "dev", "db": "none", "device": "cpu"}
     driver = campaign.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
     driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
+    driver.deadline = time.time() + 60
     return driver
 
 
@@ -144,7 +145,7 @@ def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> 
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
     late = fake_driver()
-    late.cfg["deadline"] = time.time() - 1
+    late.deadline = time.time() - 1
     late.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
     assert late.executor.cases == []  # type: ignore[attr-defined]
 
