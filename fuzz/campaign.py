@@ -304,12 +304,12 @@ def sightings(case_json: dict[str, Any], outcome: Outcome, env: dict[str, Any],
                  "message": f"{case_json['op']}: {outcome.detail}"}
         records.append(record_from_violation(death, case_json, known_bug=None, violations=[death, *every],
                                              versions=env, origin=origin, traceback=outcome.last_words))
-    for v in verdict["violations"]:
-        records.append(record_from_violation(v, case_json, known_bug=None, violations=every, versions=env,
-                                             origin=origin))
-    for k in verdict["known"]:
-        records.append(record_from_violation(k["violation"], case_json, known_bug=k["bug"], violations=every,
-                                             versions=env, origin=origin))
+    failure = verdict.get("failure")
+    raised = f"{failure['type']}: {failure['message']} (innermost inductor frame: {failure['frame'] or '-'})" \
+        if failure else None  # what the harness keeps of a compile-time exception
+    for v, bug in [(v, None) for v in verdict["violations"]] + [(k["violation"], k["bug"]) for k in verdict["known"]]:
+        records.append(record_from_violation(v, case_json, known_bug=bug, violations=every, versions=env,
+                                             origin=origin, traceback=raised if v["oracle"] == "crash" else None))
     return records
 
 

@@ -107,7 +107,8 @@ def _narrow_config_lists(case: CaseJson, attempt: Callable[[CaseJson], bool], re
         if not isinstance(value, str) or "," not in value:
             continue
         items = value.split(",")
-        kept = ddmin(items, lambda xs, k=key: bool(xs) and attempt({**case, "config": {**case["config"], k: ",".join(xs)}}))
+        config = case["config"]
+        kept = ddmin(items, lambda xs, k=key: bool(xs) and attempt({**case, "config": {**config, k: ",".join(xs)}}))
         if kept and len(kept) < len(items):
             report.dropped += [f"config.{key}:{item}" for item in items if item not in kept]
             case = {**case, "config": {**case["config"], key: ",".join(kept)}}

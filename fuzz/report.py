@@ -164,10 +164,12 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"python {env.get('python')}, host {env.get('host')}.", ""]
     out += ["## By oracle", ""]
     out += _table(("oracle", "distinct", "new", "known", "sightings"),
-                  ((k, v["distinct"], v["new"], v["known"], v["sightings"]) for k, v in sorted(summary["by_oracle"].items())))
+                  ((k, v["distinct"], v["new"], v["known"], v["sightings"])
+                   for k, v in sorted(summary["by_oracle"].items())))
     out += ["## By op", ""]
     out += _table(("op", "cases run", "distinct findings", "new", "known"),
-                  ((k, v.get("cases", 0), v["distinct"], v["new"], v["known"]) for k, v in sorted(summary["by_op"].items())))
+                  ((k, v.get("cases", 0), v["distinct"], v["new"], v["known"])
+                   for k, v in sorted(summary["by_op"].items())))
     out += ["## Findings", ""]
     out += _table(("status", "severity", "oracle", "signature", "op", "count", "minimized", "repro (exit)"),
                   ((f["status"], f["severity"], f["oracle"], f"`{f['signature']}`", f["op"], f["count"],
@@ -175,7 +177,8 @@ def markdown(summary: dict[str, Any]) -> str:
                     f"`{f['repro']['path']}` ({f['repro'].get('exit_code')})" if f["repro"] else "-")
                    for f in summary["findings"]))
     for f in summary["findings"]:
-        bug = f"known upstream bug `{f['known_bug']['name']}` ({f['known_bug']['tracking']}); " if f["known_bug"] else ""
+        known = f["known_bug"]
+        bug = f"known upstream bug `{known['name']}` ({known['tracking']}); " if known else ""
         out += [f"### `{f['key']}`", "", f"{bug}{f['message']}", "",
                 f"Seen {f['count']} time(s) from {f['first_seen']} to {f['last_seen']}"
                 + (f" on {', '.join(f['hosts'])}" if f["hosts"] else "") + ".", "",

@@ -75,7 +75,8 @@ def vendored_modules(entries: Iterable[str] = ENTRY_MODULES) -> dict[str, tuple[
             elif isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 if node.level:
-                    module = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [module]).strip(".")
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join(base + [module]).strip(".")
                 targets = [(module, [a.name for a in node.names])]
             else:
                 continue
@@ -178,7 +179,8 @@ def render_repro(case: Any, violations: Sequence[Any], meta: Mapping[str, Any] |
                "# verbatim at the end of this file; they need only torch) and applies the oracle(s) above.",
                "# Run it with plain `python`. Exit status: 1 while the bug is present, 0 once it is fixed,",
                "# 2 when the case cannot be checked (e.g. eager rejects it on this torch).", ""]
-    body = _BODY.format(case_json=_literal(case.dumps()), expected=repr([(v["oracle"], v["signature"]) for v in checked]),
+    body = _BODY.format(case_json=_literal(case.dumps()),
+                        expected=repr([(v["oracle"], v["signature"]) for v in checked]),
                         process=repr([v["signature"] for v in process]), mode=repr(mode),
                         timeout=float(meta.get("timeout_s", 600.0)))
     vendor = [_VENDOR_HEAD.format(version=_suite_version()), "_VENDORED = {"]
@@ -375,7 +377,8 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
         try:
             case = Case.from_json(f.best_case)
             meta = {**finding_meta(f), "timeout_s": 0.8 * timeout_s}  # a hang repro's own limit, inside ours
-            path = write_repro(case, [f.violation], repro_dir, meta=meta, name=f.file_name().removesuffix(".json") + ".py")
+            name = f.file_name().removesuffix(".json") + ".py"
+            path = write_repro(case, [f.violation], repro_dir, meta=meta, name=name)
         except (CaseError, ReproError) as e:
             emit(f"warning: no repro for {f.key}: {e}")
             continue

@@ -152,12 +152,19 @@ def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> 
 
 def test_sightings_classify_deaths_new_and_known_violations() -> None:
     v = {"oracle": "numerics", "severity": "wrong result", "signature": "s", "message": "m"}
-    verdict = {"violations": [v], "known": [{"violation": {**v, "signature": "k"}, "bug": {"name": "b", "tracking": "t"}}]}
+    crash = {"oracle": "crash", "severity": "crash", "signature": "crash:IndexError:kernel/mm.py:tuned_addmm",
+             "message": "m"}
+    known = {"violation": {**v, "signature": "k"}, "bug": {"name": "b", "tracking": "t"}}
+    failure = {"type": "IndexError", "message": "list index out of range", "frame": "kernel/mm.py:tuned_addmm"}
+    verdict = {"violations": [v, crash], "known": [known], "failure": failure}
     found = campaign.sightings({"op": "bmm"}, Outcome(verdict=verdict, death="cuda-context-poisoned", detail="d",
                                                       last_words="trace"), {}, {"host": "h"})
-    assert [(f.key, f.status) for f in found] == [("process/cuda-context-poisoned:bmm", "new"),
-                                                  ("numerics/s", "new"), ("numerics/k#known:b", "known")]
-    assert found[0].traceback == "trace" and len(found[0].violations) == 3
+    assert [(f.key, f.status) for f in found] == [
+        ("process/cuda-context-poisoned:bmm", "new"), ("numerics/s", "new"), (f"crash/{crash['signature']}", "new"),
+        ("numerics/k#known:b", "known")]
+    assert found[0].traceback == "trace" and len(found[0].violations) == 4 and found[1].traceback is None
+    assert found[2].traceback == \
+        "IndexError: list index out of range (innermost inductor frame: kernel/mm.py:tuned_addmm)"
 
 
 # --- real campaigns with planted faults --------------------------------------------------------------

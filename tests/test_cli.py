@@ -38,7 +38,8 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str], command: 
 
 
 def test_entry_point_and_top_level_help_do_not_need_torch() -> None:
-    proc = subprocess.run([sys.executable, "-m", "fuzz", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
     assert proc.returncode == 0 and all(c in proc.stdout for c in ("run", "replay", "export", "report"))
     probe = "import sys, fuzz.cli; fuzz.cli.build_parser(); print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,

@@ -79,7 +79,8 @@ def test_corrupt_and_truncated_files_are_skipped_with_a_warning(tmp_path: Path) 
 
 def test_merge_of_several_hosts(tmp_path: Path) -> None:
     a, b = FindingsStore(tmp_path / "a"), FindingsStore(tmp_path / "b")
-    fa = finding(host="a", first_seen="2026-01-02", last_seen="2026-01-03", minimal_case={**CASE, "config": {"max_autotune": True, "epilogue_fusion": False}})
+    bigger = {**CASE, "config": {"max_autotune": True, "epilogue_fusion": False}}
+    fa = finding(host="a", first_seen="2026-01-02", last_seen="2026-01-03", minimal_case=bigger)
     fb = finding(host="b", first_seen="2026-01-01", last_seen="2026-01-05", minimal_case=CASE)
     fa.count, fb.count = 3, 4
     a.add(fa)
