@@ -119,6 +119,7 @@ class Driver:
         self.seen: dict[str, Outcome] = {}  # outcomes of the cases this driver ran, by fingerprint
         self.sighted: set[str] = set()  # finding keys this driver has reported
         self.pending: dict[str, dict[str, Any]] = {}  # unclaimed keys seen while shrinking, with their case
+        self.spent = {"exploring": 0.0, "shrinking": 0.0}  # seconds of cases run
 
     # messages
     def send(self, kind: str, payload: Any = None) -> None:
@@ -204,7 +205,7 @@ class Driver:
             assert self.target_case is not None
             self.minimize(self.target, self.target_case, self.target_claimed_at, self.shrink_steps)
             self.target = None
-        while self.pending and not self.out_of_time():  # findings first seen while shrinking another
+        while self.pending and not self.out_of_time() and self.spent["shrinking"] <= self.spent["exploring"]:
             key, case_json = self.pending.popitem()
             if key not in self.claimed:
                 self.claimed.add(key)
@@ -227,13 +228,14 @@ class Driver:
         found = self.report(case_json, outcome, fresh)
         if outcome.verdict is not None:
             target(outcome.verdict["error_ratio"], label="compiled error / tolerance")
-        if self.target is None:
+        if self.target is None and self.spent["shrinking"] <= self.spent["exploring"]:  # shrinking: at most half
             fresh = sorted(k for k in found if k not in self.claimed)
             if fresh:
                 self.target_claimed_at = time.time()
                 self.target_until = self.target_claimed_at + self.cfg["shrink_s"]
                 self.target, self.shrink_steps = fresh[0], -1
                 self.claimed.add(fresh[0])
+                self.pending.pop(fresh[0], None)
                 self.send("claim", fresh[0])
         if self.target in found:
             self.target_case = case_json
@@ -248,7 +250,9 @@ class Driver:
         fingerprint = hashlib.sha256(json.dumps(case_json, sort_keys=True).encode()).hexdigest()
         if fingerprint in self.seen:
             return self.seen[fingerprint], False
+        began = time.monotonic()
         outcome = self.executor.run(case_json)
+        self.spent["exploring" if self.target is None else "shrinking"] += time.monotonic() - began
         if len(self.seen) < 200_000:
             self.seen[fingerprint] = outcome
         if outcome.death is not None:
@@ -269,8 +273,8 @@ class Driver:
             if not fresh or (self.target is not None and record.key in self.sighted):
                 record.count = 0
             self.sighted.add(record.key)
-            if self.target is not None and record.key != self.target and record.key not in self.claimed:
-                self.pending.setdefault(record.key, case_json)
+            if record.key != self.target and record.key not in self.claimed:
+                self.pending.setdefault(record.key, case_json)  # minimized later if no one claims it first
             self.send("finding", record.to_json())
         return {r.key for r in records}
 

@@ -103,7 +103,8 @@ def build_parser() -> Parser:
     run.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
                      help="a case running longer is a hang: its worker is killed and restarted (default 5m)")
     run.add_argument("--shrink-time", type=duration, default=None, metavar="DURATION",
-                     help="time to shrink each distinct finding (default: a fifth of the budget, at most 60s)")
+                     help="time to shrink each distinct finding (default: a twentieth of the budget, 10s to 60s); "
+                          "a worker spends at most half its time shrinking, findings beyond that wait their turn")
     run.add_argument("--db", default="", metavar="DIR|URL",
                      help="Hypothesis example database: a directory (may be shared by hosts), redis://host:port/0, "
                           "or none (default OUT/examples)")
@@ -169,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=args.out, budget_s=args.budget, seed=seed, ops=args.op, backends=args.backend, dtypes=args.dtype,
         device=None if args.device == "auto" else args.device,
         profile=args.hypothesis_profile or default_profile(len(gpus)), workers=args.workers,
-        case_timeout_s=args.case_timeout, shrink_s=args.shrink_time or min(60.0, args.budget / 5),
+        case_timeout_s=args.case_timeout, shrink_s=args.shrink_time or min(60.0, max(10.0, args.budget / 20)),
         db=args.db, coverage=args.coverage, export=not args.no_export, progress=args.progress)
     if args.coverage and importlib.util.find_spec("coverage") is None:
         _fail("--coverage needs the coverage package (pip install coverage)")

@@ -131,12 +131,22 @@ def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
 def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> None:
     driver = fake_driver()
     driver.executor = FakeWorker(("fake", "other"))  # type: ignore[assignment]
+    driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
     driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
     sent = driver.outbox.sent  # type: ignore[attr-defined]
     assert sorted(p for k, p in sent if k == "claim") == ["numerics/fake:mm", "numerics/other:mm"]
     minimized = {p["key"]: p for k, p in sent if k == "minimized"}
     assert minimized["numerics/fake:mm"]["minimization"]["hypothesis_shrinks"] > 0
     assert minimized["numerics/other:mm"]["minimization"]["hypothesis_shrinks"] == 0  # delta-minimized only
+
+
+def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
+    driver = fake_driver()
+    driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
+    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
+    assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
+    assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
 
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
