@@ -21,8 +21,9 @@ T = TypeVar("T")
 CaseJson = dict[str, Any]
 PROTECTED = frozenset({"inputs", "op", "device", "seed", "value_mode"})
 """Fields Hypothesis shrinks (or that define what the case is): never removed wholesale here."""
-KEPT_CONFIG = frozenset({"max_autotune", "max_autotune_gemm"})
-"""Config keys that stay: a repro of this suite compiles with max-autotune."""
+KEPT_CONFIG = frozenset({"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends"})
+"""Config keys that stay: a repro of this suite compiles with max-autotune, with an explicit backend
+set (narrowed, never dropped: inductor's default set would let autotuning pick another kernel)."""
 
 
 @dataclasses.dataclass
