@@ -14,16 +14,24 @@ ACCUMULATE_U = 2.0**-24  # ATen (cuBLAS, oneDNN), Triton and CPP templates accum
 TF32_U = 2.0**-11
 
 
+def underflow(dtype: torch.dtype) -> float:
+    """Absolute error of rounding into the subnormal range: half the smallest subnormal."""
+    if not dtype.is_floating_point:
+        return 0.0
+    info = torch.finfo(dtype)
+    return float(info.smallest_normal * info.eps / 2)
+
+
 def op_bound(reduction: int, dtype: torch.dtype, tf32: bool) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """Error bound of one mm-family result (value, magnitude = sum |terms|): float32 accumulation
     over K terms, TF32 input rounding, rounding to `dtype`, and for fp16/bf16 split-K partial sums
     rounded to the dtype. Integer results are exact."""
     if not dtype.is_floating_point:
         return lambda value, mag: torch.zeros_like(mag)
-    u_out = UNIT_ROUNDOFF.get(dtype, 2.0**-8)
+    u_out, eta = UNIT_ROUNDOFF.get(dtype, 2.0**-8), underflow(dtype)
 
     def bound(value: torch.Tensor, mag: torch.Tensor) -> torch.Tensor:
-        b = (reduction + 2) * ACCUMULATE_U * mag + u_out * value.abs()
+        b = (reduction + 2) * ACCUMULATE_U * mag + u_out * value.abs() + eta
         if tf32 and dtype == torch.float32:
             b = b + 2 * TF32_U * mag
         if dtype in (torch.float16, torch.bfloat16):
@@ -37,10 +45,11 @@ EAGER_SLACK_CAP = 16.0
 
 
 def tolerance(check: OutputCheck) -> torch.Tensor:
-    """Twice (the propagated bound + the final rounding to the output dtype). Eager's own error
+    """Twice (the propagated bound + the final rounding to the output dtype, subnormals included). Eager's own error
     (reduced-precision library paths) widens it, by at most 16x, so a broken eager hides nothing."""
-    u_final = UNIT_ROUNDOFF.get(check.compiled.dtype, 0.0 if not check.compiled.dtype.is_floating_point else 2.0**-8)
-    bound = 2 * (check.bound + u_final * check.reference.abs())
+    dtype = check.compiled.dtype
+    u_final = UNIT_ROUNDOFF.get(dtype, 0.0 if not dtype.is_floating_point else 2.0**-8)
+    bound = 2 * (check.bound + u_final * check.reference.abs() + underflow(dtype))
     eager_error = torch.nan_to_num((check.eager.double() - check.reference).abs(), nan=0.0, posinf=0.0)
     return torch.maximum(bound, torch.minimum(2 * eager_error, EAGER_SLACK_CAP * bound))
 

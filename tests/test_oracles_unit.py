@@ -125,3 +125,15 @@ def test_silence_is_a_failure_but_decomposition_is_not() -> None:
     assert observed.check_observed(decomposed) == []
     unselected = Observation(case=CASE, post_grad_targets=["aten.mm"])
     assert sigs(observed.check_observed(unselected)) == {"unselected:mm"}
+
+
+def test_rounding_into_subnormals_is_within_the_bound_but_more_is_not() -> None:
+    tiny = torch.tensor([[1e-6]], dtype=torch.float64)  # float16 subnormal range: spacing 2**-24
+    bound = numerics.op_bound(1, torch.float16, tf32=False)(tiny, tiny)
+
+    def obs(compiled: float) -> Observation:
+        got = torch.tensor([[compiled]], dtype=torch.float16)
+        return Observation(case=CASE, results=[OutputCheck("call0/out0", tiny.half(), got, tiny, bound, False)])
+
+    assert numerics.check(obs(1e-6 + 2.0**-25)) == []  # one rounding of a subnormal
+    assert sigs(numerics.check(obs(1e-6 + 8 * 2.0**-24))) == {"tolerance:mm:float16"}
