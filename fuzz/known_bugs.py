@@ -26,8 +26,15 @@ class KnownBug:
                 and any(torch_version.startswith(p) for p in self.torch_versions))
 
 
+DEFAULT_BACKENDS = "ATEN,TRITON,CPP"  # inductor's max_autotune_gemm_backends default on both versions
+
+
+def _backends(case: Case) -> list[str]:
+    return str(case.config_dict.get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
+
+
 def _frozen_cpp(case: Case) -> bool:
-    backends = str(case.config_dict.get("max_autotune_gemm_backends", "")).upper().split(",")
+    backends = _backends(case)
     return case.frozen_weights and "CPP" in backends
 
 
@@ -44,12 +51,12 @@ def _frozen_cpp_empty_reduction(case: Case) -> bool:
 
 
 def _cpu_cpp_dynamic(case: Case) -> bool:
-    backends = str(case.config_dict.get("max_autotune_gemm_backends", "")).upper().split(",")
+    backends = _backends(case)
     return case.device == "cpu" and "CPP" in backends and bool(case.second_call or case.dynamic or case.mark_dynamic)
 
 
 def _triton_small_m_half_addmm(case: Case) -> bool:
-    backends = str(case.config_dict.get("max_autotune_gemm_backends", "")).upper().split(",")
+    backends = _backends(case)
     return (case.device == "cuda" and case.op == "addmm" and "TRITON" in backends
             and case.inputs[0].dtype in ("float16", "bfloat16") and case.inputs[0].shape[0] <= 16)
 
