@@ -72,7 +72,21 @@ def _cpu_int_mm_short_leading_dim(case: Case) -> bool:
         _short_leading_dimension(t) for t in case.inputs + case.second_call if len(t.shape) == 2)
 
 
+def _cpu_half_baddbmm_zero_scalars(case: Case) -> bool:
+    params = case.params_dict
+    return (case.device == "cpu" and case.op == "baddbmm" and params.get("alpha") == 0.0
+            and case.inputs[0].dtype in ("bfloat16", "float16"))
+
+
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="aten-cpu-baddbmm-zero-alpha-uninitialized",
+        oracle="numerics",
+        applies=_cpu_half_baddbmm_zero_scalars,
+        tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "
+                 "baddbmm with alpha=0 (and beta=0) leaves the output uninitialized; extern calls inherit it",
+        torch_versions=("2.13",),
+    ),
     KnownBug(
         name="aten-int-mm-expanded-operand",
         oracle="numerics",

@@ -1,0 +1,20 @@
+"""ATen CPU `baddbmm` in bfloat16/float16 with alpha == 0 and beta == 0 returns uninitialized
+memory instead of zeros (eager, and compiled code that calls the extern kernel).
+
+Found by this suite's campaign on torch 2.13.0+cpu (numerics oracle, exact-integer case).
+Not an inductor bug: inductor's extern baddbmm inherits it.
+Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (CPU build).
+"""
+
+import sys
+
+import torch
+
+bad = 0
+for trial in range(20):  # garbage depends on what the allocator hands back
+    a, b = torch.ones(2, 1, 128, dtype=torch.bfloat16), torch.ones(2, 128, 48, dtype=torch.bfloat16)
+    out = torch.baddbmm(torch.ones(48, dtype=torch.bfloat16), a, b, alpha=0.0, beta=0.0)
+    bad += int(torch.count_nonzero(out))
+print(f"{'BUG' if bad else 'FIXED'}: baddbmm(alpha=0, beta=0) bf16 gave {bad} non-zero element(s) over 20 calls "
+      f"(torch {torch.__version__})")
+sys.exit(1 if bad else 0)
