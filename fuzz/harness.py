@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from fuzz import programs
-from fuzz.values import EXACT_BITS, EXACT_SCALARS, materialize, reduction_size
+from fuzz.values import EXACT_BITS, EXACT_SCALARS, materialize
 from oracles import observe
 from oracles.model import ChoiceRecord, Failure, Observation, OutputCheck
 from oracles.numerics import op_bound
@@ -101,8 +101,7 @@ def _compile_and_run(case: Case, n_calls: int, keep: tuple[int, int] | None = No
 def _expected(case: Case, specs: Sequence[TensorSpec]) -> programs.Expected:
     wide = [t.detach().cpu().double() for t in materialize(case, specs)]
     dtype = getattr(torch, programs.op_dtype(case))
-    k = specs[0].shape[-1] if specs else reduction_size(case)
-    return programs.expected(case, wide, op_bound(k, dtype, case.tf32))
+    return programs.expected(case, wide, op_bound(specs[0].shape[-1], dtype, case.tf32))  # K of this call
 
 
 def _exact(case: Case, expected: programs.Expected, eager: list[torch.Tensor]) -> bool:
