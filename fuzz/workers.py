@@ -309,7 +309,8 @@ def _warm_up() -> None:
 def _test_fault(case: Any) -> None:
     """TEST-ONLY fault injection, for the suite's own fault-tolerance tests: with
     MM_FUZZ_TEST_FAULT="KIND:seed=N" (or "KIND:case=H", H the first 16 hex digits of the sha256 of
-    `case.dumps()`) the worker misbehaves on matching cases (KIND: segv, kill, exit, hang).
+    `case.dumps()`) the worker misbehaves on matching cases (KIND: segv, kill, exit, hang, or
+    cuda-assert: an out-of-bounds CUDA index whose device-side assert poisons the context).
     Never set outside tests."""
     spec = os.environ.get("MM_FUZZ_TEST_FAULT")
     if not spec:
@@ -330,6 +331,10 @@ def _test_fault(case: Any) -> None:
         os._exit(3)
     elif kind == "hang":
         time.sleep(3600)
+    elif kind == "cuda-assert":
+        import torch
+
+        torch.zeros(1, device="cuda")[torch.tensor([7], device="cuda")]  # asynchronous: the case meets it
 
 
 def serialize_verdict(verdict: Any, seconds: float) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import pytest
 from fuzz import campaign
 from fuzz.findings import Finding, load_campaign, load_findings
 from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
-from fuzz.workers import Outcome
+from fuzz.workers import Outcome, visible_gpu_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -187,19 +187,20 @@ def run_fuzz(*args: str, fault: str | None = None, timeout: float = 240) -> subp
                           timeout=timeout)
 
 
-QUICK = ("--op", "mm", "--backend", "ATEN", "--workers", "1", "--seed", "7", "--case-timeout", "30s",
+QUICK = ("--op", "mm", "--backend", "ATEN", "--device", "cpu", "--workers", "1", "--seed", "7", "--case-timeout", "30s",
          "--shrink-time", "3s", "--no-export", "--progress", "plain")
 
 
 @functools.cache
-def simplest_case() -> str:
-    """Fingerprint of the first case a `QUICK` campaign generates (Hypothesis' simplest example)."""
+def simplest_case(device: str = "cpu") -> str:
+    """Fingerprint of the first case a `QUICK` campaign on `device` generates (Hypothesis' simplest
+    example)."""
     from hypothesis import HealthCheck, Phase, given, settings
 
     first: list[str] = []
 
     @settings(max_examples=1, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(campaign.case_strategy("cpu", ["mm"], ["ATEN"], []))
+    @given(campaign.case_strategy(device, ["mm"], ["ATEN"], []))
     def record(case: Any) -> None:
         first.append(case.dumps())
 
@@ -236,6 +237,20 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
     assert proc.stderr.count(f"NEW finding [crash] process/{signature}") == 1
 
 
+@pytest.mark.skipif(not visible_gpu_ids(), reason="needs a CUDA GPU")
+def test_a_poisoned_cuda_context_is_one_finding_and_a_fresh_worker_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_fuzz("run", "--budget", "20s", "--out", str(out), *QUICK, "--device", "cuda",
+                    fault=f"cuda-assert:case={simplest_case('cuda')}")
+    assert proc.returncode == 1, proc.stderr  # a new finding
+    f = only_finding(out)
+    assert f.key == "process/cuda-context-poisoned:mm" and f.status == "new"
+    assert "device-side assert" in json.dumps(f.violations)
+    session = load_campaign(out, pytest.fail)["sessions"][0]
+    assert session["status"] == "finished" and session["restarts"] >= 1
+    assert session["cases"] > session["restarts"]  # a fresh worker (fresh CUDA context) ran cases after it
+
+
 def group_gone(pgid: int, within_s: float = 20.0) -> bool:
     deadline = time.time() + within_s
     while time.time() < deadline:
@@ -254,12 +269,12 @@ def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_pat
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        for _ in range(240):
+        for _ in range(960):  # worker start-up alone can take a minute on a loaded GPU host
             if list((out / "findings").glob("*.json")):
                 break
             time.sleep(0.25)
         else:
-            pytest.fail("no finding within 60s")
+            pytest.fail("no finding within 240s")
         time.sleep(2.0)  # mid-campaign: shrinking, restarting workers, running cases
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
