@@ -19,7 +19,7 @@ class KnownBug:
     oracle: str  # the oracle whose violations it explains
     applies: Callable[[Case], bool]  # the region of cases the bug is known to affect
     tracking: str  # upstream issue/PR, or the repro in this repo while it is not filed
-    torch_versions: tuple[str, ...]  # version prefixes known to be affected, e.g. "2.13"
+    torch_versions: tuple[str, ...]  # version prefixes where its repro was seen failing, e.g. "2.13"
 
     def explains(self, violation: Violation, case: Case, torch_version: str) -> bool:
         return (violation.oracle == self.oracle and self.applies(case)
@@ -85,7 +85,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_cpu_half_baddbmm_zero_scalars,
         tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "
                  "baddbmm with alpha=0 (and beta=0) leaves the output uninitialized; extern calls inherit it",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="aten-int-mm-expanded-operand",
@@ -94,7 +94,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/eager_int_mm_expanded_operand.py (not yet filed upstream): ATen's CPU _int_mm "
                  "returns garbage when an operand's leading dimension is shorter than its rows (stride 0, "
                  "a (1, K) view with stride (1, 1)); compiled code inherits it through the extern kernel",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="triton-mm-template-small-m-block-k-128",
@@ -110,7 +110,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_cpu_cpp_dynamic,
         tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
                  "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="cpp-gemm-frozen-k0-crash",
@@ -118,7 +118,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_frozen_cpp_empty_reduction,
         tracking="repros/cpp_gemm_frozen_k0_crash.py (not yet filed upstream): get_cache_blocking "
                  "raises 'Cannot convert complex to float' for K == 0",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
@@ -134,7 +134,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_frozen_cpp_weight_with_offset,
         tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "
                  "related: https://github.com/pytorch/pytorch/pull/159233)",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
     ),
 )
 
