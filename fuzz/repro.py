@@ -125,10 +125,13 @@ def _plain_torch(case: Any) -> list[str]:
     if not lines:
         lines.append(f"op: {data['op']} with parameters {data['params']}")
     lines.append("inputs, each a view torch.as_strided(storage, size, stride, offset) of a fresh storage:")
+    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
     for i, t in enumerate(case.inputs):
         role = " (frozen module parameter)" if data.get("frozen_weights") and i > 0 else ""
+        size = max(case.inputs[j].storage_size() for j in shared) if shared and i == shared[0] else t.storage_size()
+        storage = f"storage of {size} elements" if i not in shared[1:] else f"a view of x{shared[0]}'s storage"
         lines.append(f"    x{i}: {t.dtype} size {tuple(t.shape)} stride {tuple(t.stride)} offset {t.offset}, "
-                     f"storage of {t.storage_size()} elements{role}")
+                     f"{storage}{role}")
     lines.append(f"values: {data['value_mode']}, storage i filled from torch.Generator().manual_seed("
                  f"{data['seed']} * 1009 + i) in float64, then cast to the dtype and moved to {data['device']}")
     lines.append("inductor config: " + ", ".join(f"{k}={v!r}" for k, v in sorted(data["config"].items())))

@@ -31,8 +31,16 @@ def exact_int_range(case: Case) -> int:
 
 def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[torch.Tensor]:
     """Each input (of the first call, or `specs`) as `as_strided` over a fresh storage on the
-    case's device, filled from the seed. Fresh tensors every call: programs may mutate inputs."""
-    return [_materialize_one(spec, case, i) for i, spec in enumerate(specs or case.inputs)]
+    case's device, filled from the seed; the inputs in `case.shared_storage` are views of one
+    storage (the first one's, grown to fit them all). Fresh tensors every call: programs may
+    mutate inputs."""
+    specs = list(specs or case.inputs)
+    shared = [i for i in case.shared_storage if len(case.shared_storage) > 1]
+    storages = {i: _storage(case, specs[i], i, specs[i].storage_size()) for i in range(len(specs)) if i not in shared}
+    if shared:
+        common = _storage(case, specs[shared[0]], shared[0], max(specs[i].storage_size() for i in shared))
+        storages.update(dict.fromkeys(shared, common))
+    return [torch.as_strided(storages[i], spec.shape, spec.stride, spec.offset) for i, spec in enumerate(specs)]
 
 
 def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generator) -> torch.Tensor:
@@ -51,8 +59,6 @@ def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generat
     return values
 
 
-def _materialize_one(spec: TensorSpec, case: Case, index: int) -> torch.Tensor:
+def _storage(case: Case, spec: TensorSpec, index: int, size: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(case.seed * 1009 + index)
-    base = _values(case, spec, index, spec.storage_size(), gen)
-    storage = base.to(getattr(torch, spec.dtype)).to(case.device)
-    return torch.as_strided(storage, spec.shape, spec.stride, spec.offset)
+    return _values(case, spec, index, size, gen).to(getattr(torch, spec.dtype)).to(case.device)

@@ -82,6 +82,7 @@ class Case:
     marked dynamic instead; `second_call`: inputs of a second call of the same compiled function.
     `consumers`: steps applied to the op's result. `every_choice`: besides the autotuned compile,
     compile once per kernel choice (only that choice allowed) and check each one's numbers.
+    `shared_storage`: inputs (of the same dtype) that are views of one storage, so they alias.
     """
 
     op: str
@@ -98,6 +99,7 @@ class Case:
     mark_dynamic: tuple[tuple[int, int], ...] = ()
     second_call: tuple[TensorSpec, ...] = ()
     every_choice: bool = False
+    shared_storage: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -117,6 +119,11 @@ class Case:
         for i, d in self.mark_dynamic:
             if not (0 <= i < len(self.inputs) and 0 <= d < len(self.inputs[i].shape)):
                 raise CaseError(f"mark_dynamic names input {i} dim {d}, which does not exist")
+        if any(not 0 <= i < len(self.inputs) for i in self.shared_storage) or \
+                len(set(self.shared_storage)) != len(self.shared_storage):
+            raise CaseError(f"shared_storage {list(self.shared_storage)} must name distinct inputs")
+        if len({self.inputs[i].dtype for i in self.shared_storage}) > 1:
+            raise CaseError("inputs in shared_storage must have one dtype")
         if self.second_call and [len(t.shape) for t in self.second_call] != [len(t.shape) for t in self.inputs]:
             raise CaseError("second_call inputs must match the first call's inputs in number and rank")
         if self.frozen_weights and self.device != "cpu":
@@ -153,6 +160,7 @@ class Case:
             "mark_dynamic": [list(p) for p in self.mark_dynamic],
             "second_call": [t.to_json() for t in self.second_call],
             "every_choice": self.every_choice,
+            "shared_storage": list(self.shared_storage),
         }
 
     def dumps(self) -> str:
@@ -179,7 +187,8 @@ class Case:
                             dynamic=bool(data["dynamic"]), consumers=tuple(str(c) for c in data["consumers"]),
                             mark_dynamic=tuple((int(i), int(d)) for i, d in data["mark_dynamic"]),
                             second_call=tuple(TensorSpec.from_json(t) for t in data["second_call"]),
-                            every_choice=bool(data["every_choice"]))
+                            every_choice=bool(data["every_choice"]),
+                            shared_storage=tuple(int(i) for i in data["shared_storage"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -195,7 +204,8 @@ class Case:
 _REQUIRED = {"op", "inputs", "device", "config"}
 _DEFAULTS: dict[str, Any] = {
     "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False, "dynamic": False,
-    "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False}
+    "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
+    "shared_storage": []}
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 

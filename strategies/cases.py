@@ -89,12 +89,64 @@ def _consumers(draw: st.DrawFn, op: str) -> tuple[str, ...]:
     return tuple(steps)
 
 
-def _resize_m(op: str, index: int, shape: tuple[int, ...], m: int, m2: int) -> tuple[int, ...]:
-    """`shape` of input `index` with M (the rows of the result) changed to m2."""
-    rows_are_m = index == 0 or (op == "mm_plus_mm" and index == 2) or (op in ("addmm", "baddbmm") and index == 2)
-    if rows_are_m and shape[-2] == m:
-        return (*shape[:-2], m2, shape[-1])
-    return shape
+SIZE_FAMILIES = ("M", "N", "K", "B")
+"""Sizes a dynamic case varies: rows and columns of the result, the contracted dim, the batch."""
+
+
+def _dim_roles(op: str, index: int, rank: int) -> tuple[str | None, ...]:
+    """The size family (SIZE_FAMILIES) each dim of input `index` of `op` carries; None: a fixed
+    size (mm_plus_mm's second K, matmul's extra broadcast dim, scaled_mm's scales)."""
+    if op in ("addmm", "baddbmm") and index == 2:  # the bias, right-aligned to ([B,] M, N)
+        full: tuple[str | None, ...] = ("B", "M", "N") if op == "baddbmm" else ("M", "N")
+        return full[len(full) - rank:]
+    if op == "scaled_mm" and index >= 2:
+        return (None,) * rank
+    pair = index % 2 if op == "mm_plus_mm" else index
+    rows, cols = (("M", "K"), ("K", "N"))[pair]
+    if op == "mm_plus_mm" and index >= 2:
+        rows, cols = (rows, None) if pair == 0 else (None, cols)
+    return ((None,) * (rank - 3) + ("B",) if rank >= 3 else ()) + (rows, cols)
+
+
+def _family_dims(op: str, inputs: list[TensorSpec], family: str, size: int) -> list[tuple[int, int]]:
+    """(input, dim) pairs of `family` holding `size` (a broadcast size-1 dim of another size is not one)."""
+    return [(i, d) for i, t in enumerate(inputs) for d, role in enumerate(_dim_roles(op, i, len(t.shape)))
+            if role == family and t.shape[d] == size]
+
+
+@st.composite
+def _resized(draw: st.DrawFn, op: str, inputs: list[TensorSpec], family: str, size: int, new: int,
+             kinds: tuple[str, ...]) -> tuple[TensorSpec, ...]:
+    """The inputs with every dim of `family` changed from `size` to `new` (fresh strides; a rank-1
+    bias keeps its stride, 0 or 1, which suits any size)."""
+    hit = _family_dims(op, inputs, family, size)
+    out = []
+    for i, t in enumerate(inputs):
+        shape = tuple(new if (i, d) in hit else n for d, n in enumerate(t.shape))
+        if len(t.shape) >= 2:
+            out.append(draw(strided(shape, t.dtype, kinds)))
+        else:
+            out.append(TensorSpec(shape, t.stride, t.offset, t.dtype))
+    return tuple(out)
+
+
+@st.composite
+def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str, int], device: str,
+             kinds: tuple[str, ...]) -> tuple[bool, tuple[tuple[int, int], ...], tuple[TensorSpec, ...]]:
+    """(dynamic=True, mark_dynamic pairs, second-call inputs): static, `dynamic=True`, or one size
+    family marked dynamic (every dim carrying it, so no other dim pins it to a constant); each but
+    static may call the compiled function again with that family resized."""
+    mode = draw(st.sampled_from(("static", "static", "dynamic", "mark", "second_call")))
+    if mode == "static":
+        return False, (), ()
+    carried = {role for i, t in enumerate(inputs) for role in _dim_roles(op, i, len(t.shape))}
+    family = draw(st.sampled_from([f for f in SIZE_FAMILIES if f in carried]))
+    marks = tuple(_family_dims(op, inputs, family, sizes[family])) if mode == "mark" and sizes[family] > 1 else ()
+    second: tuple[TensorSpec, ...] = ()
+    if mode == "second_call" or draw(st.booleans()):
+        new = draw(dims(MAX_DIM[device] // 2 if family != "B" else 9).filter(lambda d: d != sizes[family]))
+        second = draw(_resized(op, inputs, family, sizes[family], new, kinds))
+    return mode == "dynamic", marks, second
 
 
 @st.composite
@@ -122,22 +174,19 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
     frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and draw(st.booleans())
     dynamic, marks, second = False, (), ()
-    mode = draw(st.sampled_from(("static", "static", "static", "dynamic", "mark_m", "second_call")))
-    if not frozen and op not in ("int_mm", "scaled_mm") and mode != "static":
-        dynamic = mode == "dynamic"
-        if mode == "mark_m":  # every input whose rows are M, so no other dim pins M to a constant
-            marks = tuple((i, len(t.shape) - 2) for i, t in enumerate(inputs)
-                          if len(t.shape) >= 2 and _resize_m(op, i, t.shape, m, m + 1) != t.shape)
-        m2 = draw(dims(MAX_DIM[device] // 2))
-        second = tuple(draw(strided(_resize_m(op, i, t.shape, m, m2), t.dtype, kinds)) if len(t.shape) >= 2 else t
-                       for i, t in enumerate(inputs))
+    if not frozen and op not in ("int_mm", "scaled_mm"):
+        dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds))
+    shared: tuple[int, ...] = ()
+    if not frozen and op != "scaled_mm" and "mutate_input" not in consumers and draw(st.integers(0, 5)) == 0:
+        shared = tuple(draw(st.lists(st.sampled_from(range(len(inputs))), min_size=2, max_size=len(inputs),
+                                     unique=True)))
     value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",))
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=draw(autotune_configs(device)), params=params,
         value_mode=draw(st.sampled_from(value_modes)), seed=draw(st.integers(0, 2**16)),
         frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and draw(st.booleans()),
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
-        every_choice=draw(st.integers(0, 3)) == 0,
+        every_choice=draw(st.integers(0, 3)) == 0, shared_storage=shared,
     )
 
 
@@ -165,8 +214,10 @@ def case_features(case: Case) -> set[str]:
     out |= {f"stride:{stride_kind(t)}" for t in case.inputs} | {f"knob:{k}" for k in case.config_dict}
     out |= {"zero-size"} if any(0 in t.shape for t in case.inputs) else set()
     out |= {"dynamic"} if case.dynamic else set()
-    out |= {"mark_dynamic"} if case.mark_dynamic else set()
-    out |= {"second_call"} if case.second_call else set()
+    out |= {f"mark_dynamic:{_dim_roles(case.op, i, len(case.inputs[i].shape))[d]}" for i, d in case.mark_dynamic}
+    out |= {f"second_call:{role}" for i, (t, u) in enumerate(zip(case.inputs, case.second_call))
+            for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape) if a != b}
+    out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
     out |= {"tf32"} if case.tf32 else set()
     return out

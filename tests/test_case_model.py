@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import pytest
+import torch
 from hypothesis import given, settings
 
 from strategies.case import Case, CaseError
@@ -44,6 +45,9 @@ def _valid() -> dict:
     (lambda d: d["inputs"].pop(), "mm takes 2 inputs, got 1"),
     (lambda d: d.update(params={"alpha": 2}), "unknown parameter 'alpha' for mm"),
     (lambda d: d["inputs"][0].update(stride=[1]), "differ in rank"),
+    (lambda d: d.update(shared_storage=[0, 2]), "shared_storage [0, 2] must name distinct inputs"),
+    (lambda d: (d.update(shared_storage=[0, 1]), d["inputs"][1].update(dtype="float16")),
+     "inputs in shared_storage must have one dtype"),
 ])
 def test_bad_case_is_one_clear_line(mutate, message) -> None:  # type: ignore[no-untyped-def]
     data = _valid()
@@ -72,3 +76,16 @@ def test_case_vocabulary_matches_the_programs() -> None:
     from strategies import case as model
 
     assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(programs.CONSUMERS)
+
+
+def test_shared_storage_inputs_alias_one_storage_that_fits_them_all() -> None:
+    from fuzz.values import materialize
+
+    data = _valid() | {"shared_storage": [1, 0]}
+    data["inputs"][0].update(offset=20)  # x0 reaches past x1's own storage
+    a, b = materialize(Case.from_json(data))
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    assert a.untyped_storage().nbytes() == 4 * 26  # the larger of the two views' storages
+    assert torch.equal(b.flatten()[:4], a.as_strided((4,), (1,), 0))  # the same numbers seen through both
+    apart = materialize(Case.from_json(_valid()))
+    assert apart[0].untyped_storage().data_ptr() != apart[1].untyped_storage().data_ptr()

@@ -1,5 +1,5 @@
 """The strategies reach every region they claim to: each op, dtype, value mode, consumer step,
-stride kind, dynamic mode and config knob shows up in a few hundred draws (no compiling)."""
+stride kind, dynamic mode (per size family), aliasing and config knob shows up in a few hundred draws (no compiling)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from strategies.case import CONSUMERS, Case
-from strategies.cases import DEVICE_OPS, case_features, cases
+from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
 from strategies.configs import BACKENDS, CUDA_KNOBS, OPTIONAL_KNOBS
 
 
@@ -28,12 +28,13 @@ def drawn(device: str, n: int) -> set[str]:
 EXPECTED: dict[str, Callable[[], set[str]]] = {
     "cpu": lambda: ({f"op:{op}" for op in DEVICE_OPS["cpu"]} | {f"consumer:{c}" for c in CONSUMERS}
                     | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
-                    | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "mark_dynamic", "second_call",
+                    | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "shared_storage",
                        "every_choice:True", "dtype:int8", "dtype:float16", "dtype:bfloat16"}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }
-COMMON = {"value:exact_int", "value:normal", "value:large", "value:sparse", "stride:expanded", "stride:nondense",
+COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for family in SIZE_FAMILIES),
+          "value:exact_int", "value:normal", "value:large", "value:sparse", "stride:expanded", "stride:nondense",
           "stride:transposed", "stride:batch_inner", "stride:offset", "knob:test_configs.max_mm_configs"}
 
 
