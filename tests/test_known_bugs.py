@@ -4,6 +4,7 @@ explains only its own region of cases."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -44,3 +45,42 @@ def test_registry_explains_nothing_outside_its_region() -> None:
     found = check_all(FuzzSession().evaluate(offset_weight_case("CPP,ATEN")).observation)
     new, known = split_known(found, offset_weight_case("CPP,ATEN"), "2.13.0", registry=(unregistered,))
     assert known == [] and {v.oracle for v in new} == {"numerics"}
+
+
+def test_a_crash_is_explained_only_by_the_bug_with_its_signature() -> None:
+    """A dynamic CPP addmm with a 0-dim bias lies in two bugs' regions; its IndexError is the
+    scalar-bias bug's, and a crash neither bug produces stays unexplained."""
+    from fuzz.known_bugs import split_known
+    from oracles.model import Violation
+
+    matrix = TensorSpec((3, 4), (4, 1), 0, "float32")
+    case = Case.make(op="addmm", device="cpu", dynamic=True, config={"max_autotune_gemm_backends": "ATEN,CPP"},
+                     inputs=(matrix, TensorSpec((4, 5), (5, 1), 0, "float32"), TensorSpec((), (), 0, "float32")))
+    index_error = Violation("crash", "crash", "crash:IndexError:kernel/mm.py:tuned_addmm", "m")
+    no_triton = Violation("crash", "crash", "crash:ModuleNotFoundError:select_algorithm.py:benchmark_choices", "m")
+    other = Violation("crash", "crash", "crash:RuntimeError:kernel/mm.py:tuned_addmm", "m")
+    new, known = split_known([index_error, no_triton, other], case, "2.13.0")
+    assert [(v.signature, bug.name) for v, bug in known] == [
+        (index_error.signature, "addmm-scalar-bias-indexerror"), (no_triton.signature, "cpp-gemm-dynamic-recompile-crash")]
+    assert new == [other]
+
+
+def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
+    """The ATen CPU _int_mm region (row-major with a short row stride, or column-major with a short
+    column stride) against eager on a stride grid: it misses no wrong result."""
+    from fuzz.known_bugs import _short_leading_dimension
+
+    gen = torch.Generator().manual_seed(0)
+    missed = []
+    for rows, cols in [(13, 1), (8, 8), (1, 13), (3, 13)]:
+        for s_row in (0, 1, 2, 13):
+            for s_col in (0, 1, 2, 13):
+                x = torch.as_strided(torch.randint(-3, 4, (400,), generator=gen, dtype=torch.int8), (rows, cols),
+                                     (s_row, s_col))
+                a = torch.randint(-3, 4, (17, rows), generator=gen, dtype=torch.int8)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # "int_mm_out_cpu failed, switching to BLAS gemm"
+                    wrong = not torch.equal(torch._int_mm(a, x), a.int() @ x.int())
+                if wrong and not _short_leading_dimension(TensorSpec((rows, cols), (s_row, s_col), 0, "int8")):
+                    missed.append(((rows, cols), (s_row, s_col)))
+    assert missed == []
