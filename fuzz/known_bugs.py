@@ -7,6 +7,7 @@ that the bug still reproduces; an unexplained finding always fails."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 from oracles.model import Violation
@@ -16,15 +17,15 @@ from strategies.case import Case, TensorSpec
 @dataclasses.dataclass(frozen=True)
 class KnownBug:
     name: str
-    oracle: str  # the oracle whose violations it explains
+    oracles: tuple[str, ...]  # the oracles whose violations it explains
     applies: Callable[[Case], bool]  # the region of cases the bug is known to affect
     tracking: str  # upstream issue/PR, or the repro in this repo while it is not filed
     torch_versions: tuple[str, ...]  # version prefixes where its repro was seen failing, e.g. "2.13"
-    signatures: tuple[str, ...] = ()  # prefixes of the violation signatures it explains (any if empty)
+    signatures: tuple[str, ...] = ()  # regexes matching the start of the signatures it explains (any if empty)
 
     def explains(self, violation: Violation, case: Case, torch_version: str) -> bool:
-        return (violation.oracle == self.oracle and self.applies(case)
-                and (not self.signatures or violation.signature.startswith(self.signatures))
+        return (violation.oracle in self.oracles and self.applies(case)
+                and (not self.signatures or any(re.match(p, violation.signature) for p in self.signatures))
                 and any(torch_version.startswith(p) for p in self.torch_versions))
 
 
@@ -50,6 +51,10 @@ def _addmm_scalar_bias(case: Case) -> bool:
 
 def _frozen_cpp_empty_reduction(case: Case) -> bool:
     return _frozen_cpp(case) and case.inputs[0].shape[-1] == 0
+
+
+def _frozen_cpp_no_columns(case: Case) -> bool:
+    return _frozen_cpp(case) and case.inputs[1].shape[-1] == 0
 
 
 def _cpu_cpp_dynamic(case: Case) -> bool:
@@ -88,7 +93,7 @@ def _cpu_half_baddbmm_zero_scalars(case: Case) -> bool:
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="aten-cpu-baddbmm-zero-alpha-uninitialized",
-        oracle="numerics",
+        oracles=("numerics",),
         applies=_cpu_half_baddbmm_zero_scalars,
         tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "
                  "baddbmm with alpha=0 (and beta=0) leaves the output uninitialized; extern calls inherit it",
@@ -96,7 +101,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     ),
     KnownBug(
         name="aten-int-mm-expanded-operand",
-        oracle="numerics",
+        oracles=("numerics",),
         applies=_cpu_int_mm_short_leading_dim,
         tracking="repros/eager_int_mm_expanded_operand.py (not yet filed upstream): ATen's CPU _int_mm "
                  "returns garbage when an operand's leading dimension is shorter than its rows (stride 0, "
@@ -105,7 +110,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     ),
     KnownBug(
         name="triton-mm-template-small-m-block-k-128",
-        oracle="numerics",
+        oracles=("numerics",),
         applies=_triton_small_m_half_addmm,
         tracking="repros/triton_addmm_alpha_beta_m1.py (not yet filed upstream): the BLOCK_K=128, "
                  "num_warps=1 config of triton::mm is wrong for fp16 addmm with M=1, K=177",
@@ -113,7 +118,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     ),
     KnownBug(
         name="cpp-gemm-dynamic-recompile-crash",
-        oracle="crash",
+        oracles=("crash",),
         applies=_cpu_cpp_dynamic,
         tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
                  "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
@@ -122,7 +127,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     ),
     KnownBug(
         name="cpp-gemm-frozen-k0-crash",
-        oracle="crash",
+        oracles=("crash",),
         applies=_frozen_cpp_empty_reduction,
         tracking="repros/cpp_gemm_frozen_k0_crash.py (not yet filed upstream): get_cache_blocking "
                  "raises 'Cannot convert complex to float' for K == 0",
@@ -130,17 +135,27 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=("crash:TypeError:",),
     ),
     KnownBug(
+        name="cpp-gemm-frozen-n0-compile-error",
+        oracles=("crash", "numerics"),  # numerics: the CPP choice compiled alone (every_choice)
+        applies=_frozen_cpp_no_columns,
+        tracking="repros/cpp_gemm_frozen_n0_compile_error.py (not yet filed upstream): the kernel's "
+                 "constexpr Nt_blocks is 0 and num_Nt_blocks divides by it; the C++ does not compile",
+        torch_versions=("2.13",),
+        signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
+                    r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
+    ),
+    KnownBug(
         name="addmm-scalar-bias-indexerror",
-        oracle="crash",
+        oracles=("crash",),
         applies=_addmm_scalar_bias,
         tracking="repros/addmm_scalar_bias_indexerror.py (not yet filed upstream): tuned_addmm reads "
                  "inp.get_stride()[0] before checking the bias rank",
         torch_versions=("2.13",),
-        signatures=("crash:IndexError:kernel/mm.py:tuned_addmm",),
+        signatures=(r"crash:IndexError:kernel/mm\.py:tuned_addmm",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-weight-storage-offset",
-        oracle="numerics",
+        oracles=("numerics",),
         applies=_frozen_cpp_weight_with_offset,
         tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "
                  "related: https://github.com/pytorch/pytorch/pull/159233)",

@@ -84,3 +84,27 @@ def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
                 if wrong and not _short_leading_dimension(TensorSpec((rows, cols), (s_row, s_col), 0, "int8")):
                     missed.append(((rows, cols), (s_row, s_col)))
     assert missed == []
+
+
+def test_a_bug_seen_through_a_single_choice_compile_is_explained_in_both_oracles() -> None:
+    from fuzz.known_bugs import split_known
+    from oracles.model import Violation
+
+    case = Case.make(op="mm", device="cpu", frozen_weights=True, every_choice=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"},
+                     inputs=(TensorSpec((3, 4), (4, 1), 0, "float32"), TensorSpec((4, 0), (1, 1), 0, "float32")))
+    whole = Violation("crash", "crash", "crash:CalledProcessError:cpp_builder.py:_run_compile_cmd", "m")
+    alone = Violation("numerics", "crash", "choice-crash:mm@CppTemplateCaller:CalledProcessError", "m")
+    other = Violation("numerics", "crash", "choice-crash:mm@ExternKernelCaller:RuntimeError", "m")
+    new, known = split_known([whole, alone, other], case, "2.13.0")
+    assert {bug.name for _, bug in known} == {"cpp-gemm-frozen-n0-compile-error"} and len(known) == 2
+    assert new == [other]
+
+
+def test_every_known_bug_names_a_repro_that_exists() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for bug in KNOWN_BUGS:
+        script = bug.tracking.split()[0]
+        assert script.startswith("repros/") and (root / script).is_file(), bug.name
