@@ -57,6 +57,11 @@ def _frozen_cpp_no_columns(case: Case) -> bool:
     return _frozen_cpp(case) and case.inputs[1].shape[-1] == 0
 
 
+def _frozen_half_linear_empty_reduction(case: Case) -> bool:
+    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm")
+            and case.inputs[0].dtype in ("bfloat16", "float16") and case.inputs[0].shape[-1] == 0)
+
+
 def _cpu_cpp_dynamic(case: Case) -> bool:
     backends = _backends(case)
     return case.device == "cpu" and "CPP" in backends and bool(case.second_call or case.dynamic or case.mark_dynamic)
@@ -143,6 +148,15 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.13",),
         signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
+    ),
+    KnownBug(
+        name="freezing-half-linear-k0-onednn",
+        oracles=("crash",),
+        applies=_frozen_half_linear_empty_reduction,
+        tracking="repros/freezing_half_linear_k0_onednn.py (not yet filed upstream): freezing packs a "
+                 "bf16/fp16 weight with K == 0 for oneDNN's inner product, which cannot build it",
+        torch_versions=("2.13",),
+        signatures=(r"crash:RuntimeError:",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
