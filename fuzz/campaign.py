@@ -297,6 +297,20 @@ class Driver:
             "complete": how.complete and not self.stop_requested, "seconds": round(time.time() - claimed_at, 1)}})
 
 
+def _known_death(case_json: dict[str, Any], death: dict[str, str], env: dict[str, Any]) -> dict[str, str] | None:
+    """The registered bug (name, tracking) that explains a worker's death on this case, if any."""
+    from fuzz.known_bugs import split_known
+    from oracles.model import Violation
+    from strategies.case import Case, CaseError
+
+    try:
+        case = Case.from_json(case_json)
+    except CaseError:
+        return None
+    _, known = split_known([Violation(**death)], case, str(env.get("torch", "")))
+    return {"name": known[0][1].name, "tracking": known[0][1].tracking} if known else None
+
+
 def sightings(case_json: dict[str, Any], outcome: Outcome, env: dict[str, Any],
               origin: dict[str, Any]) -> list[Finding]:
     """Every finding one outcome shows: the worker's own death, new violations, known bugs."""
@@ -306,7 +320,8 @@ def sightings(case_json: dict[str, Any], outcome: Outcome, env: dict[str, Any],
     if outcome.death is not None:
         death = {"oracle": PROCESS_ORACLE, "severity": "crash", "signature": f"{outcome.death}:{case_json['op']}",
                  "message": f"{case_json['op']}: {outcome.detail}"}
-        records.append(record_from_violation(death, case_json, known_bug=None, violations=[death, *every],
+        records.append(record_from_violation(death, case_json, known_bug=_known_death(case_json, death, env),
+                                             violations=[death, *every],
                                              versions=env, origin=origin, traceback=outcome.last_words))
     failure = verdict.get("failure")
     raised = f"{failure['type']}: {failure['message']} (innermost inductor frame: {failure['frame'] or '-'})" \

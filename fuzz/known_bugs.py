@@ -57,9 +57,17 @@ def _frozen_cpp_no_columns(case: Case) -> bool:
     return _frozen_cpp(case) and case.inputs[1].shape[-1] == 0
 
 
-def _frozen_half_linear_empty_reduction(case: Case) -> bool:
+def _frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
     return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm")
-            and case.inputs[0].dtype in ("bfloat16", "float16") and case.inputs[0].shape[-1] == 0)
+            and case.inputs[0].dtype in dtypes)
+
+
+def _frozen_half_linear_empty_weight(case: Case) -> bool:
+    return _frozen_linear(case, ("bfloat16", "float16")) and 0 in case.inputs[1].shape
+
+
+def _frozen_float_linear_no_columns(case: Case) -> bool:
+    return _frozen_linear(case, ("float32",)) and case.inputs[1].shape[-1] == 0
 
 
 def _cpu_cpp_dynamic(case: Case) -> bool:
@@ -150,13 +158,22 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
     ),
     KnownBug(
-        name="freezing-half-linear-k0-onednn",
+        name="freezing-half-linear-empty-weight-onednn",
         oracles=("crash",),
-        applies=_frozen_half_linear_empty_reduction,
-        tracking="repros/freezing_half_linear_k0_onednn.py (not yet filed upstream): freezing packs a "
-                 "bf16/fp16 weight with K == 0 for oneDNN's inner product, which cannot build it",
+        applies=_frozen_half_linear_empty_weight,
+        tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
+                 "bf16/fp16 weight with K == 0 or N == 0 for oneDNN's inner product, which cannot build it",
         torch_versions=("2.13",),
         signatures=(r"crash:RuntimeError:",),
+    ),
+    KnownBug(
+        name="freezing-mkl-linear-n0-sigfpe",
+        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
+        applies=_frozen_float_linear_no_columns,
+        tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
+                 "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
+        torch_versions=("2.13",),
+        signatures=(r"killed:SIGFPE:",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
@@ -176,6 +193,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.11", "2.13"),
     ),
 )
+
+
+def process_killer(case: Case, torch_version: str, registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> KnownBug | None:
+    """The known bug that would kill a process running `case` (so only an isolated worker may)."""
+    return next((b for b in registry if "process" in b.oracles and b.applies(case)
+                 and any(torch_version.startswith(p) for p in b.torch_versions)), None)
 
 
 def split_known(violations: list[Violation], case: Case, torch_version: str,

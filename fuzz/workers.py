@@ -83,11 +83,14 @@ class Child:
         self.close()
 
     def tail(self, limit: int = 6000) -> str:
-        """The end of its log: for a dead worker, the faulthandler dump."""
+        """Its last words: the last fatal-error dump from its start (innermost frames come first),
+        else the end of its log (a dump asked for with SIGUSR1 is its last lines)."""
         with contextlib.suppress(OSError):
             with open(self.log_path, "rb") as f:
-                f.seek(max(0, f.seek(0, os.SEEK_END) - limit))
-                return f.read().decode("utf-8", "replace")
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 64 * limit))
+                text = f.read().decode("utf-8", "replace")
+            fatal = text.rfind("Fatal Python error")
+            return text[fatal:fatal + limit] if fatal >= 0 else text[-limit:]
         return ""
 
 

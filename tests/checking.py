@@ -8,6 +8,9 @@ import warnings
 import pytest
 from hypothesis import event, reject, target
 
+import torch
+
+from fuzz.known_bugs import process_killer
 from fuzz.session import FuzzSession
 from oracles.numerics import error_ratio
 from strategies.case import Case
@@ -18,6 +21,10 @@ def assert_case_passes(case: Case, session: FuzzSession, request: pytest.Fixture
     """Compile `case`, run all oracles; fail with the violations and the Case JSON."""
     for feature in sorted(case_features(case)):
         event(feature)  # shown by --hypothesis-show-statistics
+    killer = process_killer(case, torch.__version__)
+    if killer is not None:  # campaigns run such cases in a worker that may die; this process may not
+        warnings.warn(f"skipped: known bug {killer.name} would kill this process ({killer.tracking})", stacklevel=2)
+        reject()
     verdict = session.evaluate(case)
     if verdict.rejected:
         reject()

@@ -215,7 +215,8 @@ def only_finding(out: Path) -> Finding:
 
 
 @pytest.mark.parametrize(("fault", "signature", "last_words"), [
-    ("segv", "killed:SIGSEGV:mm", "Segmentation fault"),  # a case that crashes the process
+    # a case that crashes the process: the dump from its first line, innermost frame included
+    ("segv", "killed:SIGSEGV:mm", "Fatal Python error: Segmentation fault\n\nCurrent thread"),
     ("kill", "killed:SIGKILL:mm", ""),  # the worker killed mid-case (as by the OOM killer)
     ("hang", "hang:mm", "_test_fault"),  # a case that hangs: killed at the per-case timeout, traceback kept
 ])
@@ -228,6 +229,8 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
     f = only_finding(out)
     assert f.key == f"process/{signature}" and f.status == "new" and f.count >= 1
     assert last_words in (f.traceback or "")
+    if fault != "kill":
+        assert "in _test_fault" in (f.traceback or "")  # the frame that misbehaved
     assert f.minimal_case is not None and f.minimal_case["seed"] == 0  # the simplest case
     session = load_campaign(out, pytest.fail)["sessions"][0]
     assert session["status"] == "finished" and session["restarts"] >= 1
@@ -323,3 +326,15 @@ def test_example_database_backends(tmp_path: Path) -> None:
     shared.save(b"key", b"value")  # another host's driver sees what this one saved
     assert list(campaign.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
     assert campaign.derive_seed(1, 0, 0, 0) != campaign.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
+
+
+def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:
+    case = {"op": "mm", "device": "cpu", "frozen_weights": True, "config": {"max_autotune": True},
+            "inputs": [{"shape": [129, 4], "stride": [4, 1], "offset": 0, "dtype": "float32"},
+                       {"shape": [4, 0], "stride": [1, 1], "offset": 0, "dtype": "float32"}]}
+    sigfpe = Outcome(death="killed:SIGFPE", detail="d", last_words="")
+    found = campaign.sightings(case, sigfpe, {"torch": "2.13.0+cpu"}, {"host": "h"})
+    assert [(f.key, f.status) for f in found] == [
+        ("process/killed:SIGFPE:mm#known:freezing-mkl-linear-n0-sigfpe", "known")]
+    segv = Outcome(death="killed:SIGSEGV", detail="d", last_words="")  # another death: not that bug
+    assert [f.status for f in campaign.sightings(case, segv, {"torch": "2.13.0+cpu"}, {"host": "h"})] == ["new"]

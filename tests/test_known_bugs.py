@@ -108,3 +108,28 @@ def test_every_known_bug_names_a_repro_that_exists() -> None:
     for bug in KNOWN_BUGS:
         script = bug.tracking.split()[0]
         assert script.startswith("repros/") and (root / script).is_file(), bug.name
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the registry lists this bug for 2.13")
+def test_property_tests_never_run_a_case_that_would_kill_their_process() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import Unsatisfiable
+
+    from tests.checking import assert_case_passes
+
+    case = Case.make(op="mm", device="cpu", frozen_weights=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((129, 4), (4, 1), 0, "float32"), TensorSpec((4, 0), (1, 1), 0, "float32")))
+
+    class NeverRun:
+        def evaluate(self, case: Case) -> None:
+            raise AssertionError("the SIGFPE case ran in-process")
+
+    @settings(max_examples=3, database=None)
+    @given(st.just(case))
+    def check(c: Case) -> None:
+        assert_case_passes(c, NeverRun(), None)  # type: ignore[arg-type]
+
+    with pytest.warns(UserWarning, match="freezing-mkl-linear-n0-sigfpe would kill"), pytest.raises(Unsatisfiable):
+        check()

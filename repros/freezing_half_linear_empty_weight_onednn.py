@@ -1,10 +1,11 @@
 """Inductor freezing crashes on a bf16/fp16 linear (mm or addmm with a constant weight) whose
-reduction dimension K is 0.
+weight is empty: reduction dimension K == 0 (shown here) or N == 0.
 
 Found by this suite on torch 2.13.0+cpu (crash oracle; the case compiled with max-autotune, but
 freezing alone is enough). Freezing packs the half-precision weight for oneDNN's inner product and
 constant-folds it; with K == 0 oneDNN raises "could not create a primitive descriptor for the inner
-product forward propagation primitive" (from constant_folding). float32, and bmm, compile fine.
+product forward propagation primitive" (from constant_folding). bmm compiles fine; float32 with N == 0
+has its own bug (freezing_mkl_linear_n0_sigfpe.py).
 Eager returns zeros.
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (x86 CPU build).
 """
