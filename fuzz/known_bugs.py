@@ -70,6 +70,19 @@ def _frozen_float_linear_no_columns(case: Case) -> bool:
     return _frozen_linear(case, ("float32",)) and case.inputs[1].shape[-1] == 0
 
 
+def _cpu_cpp_batched(case: Case) -> bool:
+    return case.device == "cpu" and "CPP" in _backends(case) and case.op in ("bmm", "baddbmm", "matmul")
+
+
+def _cpu_cpp_bmm_empty_dim(case: Case) -> bool:
+    a, b = case.inputs[0].shape, case.inputs[1].shape
+    return _cpu_cpp_batched(case) and 0 in (a[-2], a[-1], b[-1])
+
+
+def _cpu_cpp_bmm_epilogue_then_input_mutation(case: Case) -> bool:
+    return _cpu_cpp_batched(case) and "mutate_input" in case.consumers and len(case.consumers) > 1
+
+
 def _cpu_cpp_dynamic(case: Case) -> bool:
     backends = _backends(case)
     return case.device == "cpu" and "CPP" in backends and bool(case.second_call or case.dynamic or case.mark_dynamic)
@@ -174,6 +187,24 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
         torch_versions=("2.13",),
         signatures=(r"killed:SIGFPE:",),
+    ),
+    KnownBug(
+        name="cpp-bmm-empty-dim-crash",
+        oracles=("crash",),
+        applies=_cpu_cpp_bmm_empty_dim,
+        tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
+                 "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError",
+        torch_versions=("2.13",),
+        signatures=(r"crash:(AssertionError|ZeroDivisionError):",),
+    ),
+    KnownBug(
+        name="cpp-bmm-epilogue-input-mutation-crash",
+        oracles=("crash",),
+        applies=_cpu_cpp_bmm_epilogue_then_input_mutation,
+        tracking="repros/cpp_bmm_epilogue_input_mutation_crash.py (not yet filed upstream): a CPP bmm "
+                 "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
+        torch_versions=("2.13",),
+        signatures=(r"crash:AssertionError:ir\.py",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
