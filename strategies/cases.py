@@ -219,5 +219,7 @@ def case_features(case: Case) -> set[str]:
             for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
+    autotuned = case.config_dict.get("max_autotune") or case.config_dict.get("max_autotune_gemm")
+    out |= set() if autotuned else {"no_max_autotune"}
     out |= {"tf32"} if case.tf32 else set()
     return out
