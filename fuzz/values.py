@@ -35,7 +35,7 @@ def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[t
     storage (the first one's, grown to fit them all). Fresh tensors every call: programs may
     mutate inputs."""
     specs = list(specs or case.inputs)
-    shared = [i for i in case.shared_storage if len(case.shared_storage) > 1]
+    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
     storages = {i: _storage(case, specs[i], i, specs[i].storage_size()) for i in range(len(specs)) if i not in shared}
     if shared:
         common = _storage(case, specs[shared[0]], shared[0], max(specs[i].storage_size() for i in shared))
