@@ -203,7 +203,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             if outcome.invalid:  # e.g. the case names a config key this torch does not have
                 _warn(f"skipping {f.key}: {outcome.invalid}")
                 continue
-            keys = {r.key for r in sightings(case, outcome, {}, {})}
+            keys = {r.key for r in sightings(case, outcome, executor.info, {})}  # info: torch version
             if f.key in keys:
                 state = "STILL FAILS" if f.is_new else "STILL FAILS (known upstream bug)"
                 still_new += f.is_new

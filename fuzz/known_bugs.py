@@ -83,6 +83,10 @@ def _cpu_cpp_bmm_epilogue_then_input_mutation(case: Case) -> bool:
     return _cpu_cpp_batched(case) and "mutate_input" in case.consumers and len(case.consumers) > 1
 
 
+def _view_of_batched_matvec(case: Case) -> bool:
+    return case.op in ("matmul", "bmm", "baddbmm") and case.inputs[1].shape[-1] == 1 and "view_row" in case.consumers
+
+
 def _cpu_cpp_dynamic(case: Case) -> bool:
     backends = _backends(case)
     return case.device == "cpu" and "CPP" in backends and bool(case.second_call or case.dynamic or case.mark_dynamic)
@@ -205,6 +209,15 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
         torch_versions=("2.13",),
         signatures=(r"crash:AssertionError:ir\.py",),
+    ),
+    KnownBug(
+        name="matvec-view-output-strides",
+        oracles=("numerics",),
+        applies=_view_of_batched_matvec,
+        tracking="repros/matvec_view_output_strides.py (not yet filed upstream): a view of a batched "
+                 "matmul with N == 1 returned with the input's batch-inner strides, not eager's",
+        torch_versions=("2.13",),
+        signatures=(r"output-strides:",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
