@@ -57,11 +57,13 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     grad = torch.no_grad() if case.frozen_weights else contextlib.nullcontext()
     with _tf32(case.tf32), grad:
         try:
-            eager = [_cpu(programs.run(case, materialize(case, specs))) for specs in _calls(case)]
+            inputs = [materialize(case, specs) for specs in _calls(case)]
+            wide = [[t.detach().cpu().double() for t in call] for call in inputs]  # before eager may mutate them
+            eager = [_cpu(programs.run(case, call)) for call in inputs]
         except Exception as e:  # noqa: BLE001 - the op rejects the case: recorded, not a finding
             obs.eager_failure = observe.describe_failure(e)
             return obs
-        expected = [_expected(case, specs) for specs in _calls(case)]
+        expected = [_expected(case, specs, call) for specs, call in zip(_calls(case), wide)]
         compiled, failure, rec = _compile_and_run(case, len(expected))
         obs.selections, obs.post_grad_targets, obs.lowered = rec.selections, rec.post_grad_targets, rec.lowered
         obs.compile_failure = failure
@@ -78,16 +80,16 @@ def _compile_and_run(case: Case, n_calls: int, keep: tuple[int, int] | None = No
                      ) -> tuple[list[list[torch.Tensor]] | None, Failure | None, observe.Recording]:
     """Compile the program in a fresh dynamo state and run every call; (outputs, failure, events)."""
     torch._dynamo.reset()
-    weights = programs.split_inputs(case, materialize(case))[1]
+    first_args, weights = programs.split_inputs(case, materialize(case))
     module = programs.Program(case, weights)
     patch = {**observe.LOWERING_SKIPPING_CACHES, **case.config_dict, "freezing": case.frozen_weights}
     with torch._inductor.config.patch(patch), observe.record_selections(case.device, keep) as rec:
         try:
             fn = torch.compile(module, dynamic=True if case.dynamic else None)  # None: static, then automatic
             outputs = []
-            for specs in _calls(case)[:n_calls]:
-                args = programs.split_inputs(case, materialize(case, specs))[0]
-                for i, dim in case.mark_dynamic if specs is case.inputs else ():
+            for c, specs in enumerate(_calls(case)[:n_calls]):
+                args = first_args if c == 0 else programs.split_inputs(case, materialize(case, specs))[0]
+                for i, dim in case.mark_dynamic if c == 0 else ():
                     if i < len(args):
                         torch._dynamo.mark_dynamic(args[i], dim)
                 outputs.append(_cpu(fn(*args)))
@@ -98,8 +100,8 @@ def _compile_and_run(case: Case, n_calls: int, keep: tuple[int, int] | None = No
             return None, observe.describe_failure(e), rec
 
 
-def _expected(case: Case, specs: Sequence[TensorSpec]) -> programs.Expected:
-    wide = [t.detach().cpu().double() for t in materialize(case, specs)]
+def _expected(case: Case, specs: Sequence[TensorSpec], wide: list[torch.Tensor]) -> programs.Expected:
+    """float64 results and bounds of one call, from float64 copies of its inputs."""
     dtype = getattr(torch, programs.op_dtype(case))
     return programs.expected(case, wide, op_bound(specs[0].shape[-1], dtype, case.tf32))  # K of this call
 
