@@ -83,6 +83,12 @@ def _cpu_cpp_bmm_epilogue_then_input_mutation(case: Case) -> bool:
     return _cpu_cpp_batched(case) and "mutate_input" in case.consumers and len(case.consumers) > 1
 
 
+def _cpu_cpp_bmm_recompiled_for_batch_stride(case: Case) -> bool:
+    x, again = case.inputs[0], case.second_call[:1]
+    return (_cpu_cpp_batched(case) and case.op != "baddbmm" and not case.dynamic and len(x.shape) == 3
+            and any(t.stride[0] != x.stride[0] for t in again))
+
+
 def _view_of_batched_matvec(case: Case) -> bool:
     return case.op in ("matmul", "bmm", "baddbmm") and case.inputs[1].shape[-1] == 1 and "view_row" in case.consumers
 
@@ -209,6 +215,16 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
         torch_versions=("2.13",),
         signatures=(r"crash:AssertionError:ir\.py",),
+    ),
+    KnownBug(
+        name="cpp-bmm-dynamic-batch-stride-compile-error",
+        oracles=("crash", "numerics"),  # numerics: the CPP choice compiled alone (every_choice)
+        applies=_cpu_cpp_bmm_recompiled_for_batch_stride,
+        tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
+                 "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
+        torch_versions=("2.13",),
+        signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
+                    r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
     ),
     KnownBug(
         name="matvec-view-output-strides",
