@@ -17,12 +17,9 @@ OPTIONAL_KNOBS = {
     "autotune_fallback_to_aten": st.booleans(),
     "coordinate_descent_tuning": st.booleans(),
 }
-AUTOTUNE_MODES = {
-    # "neither": a plain compile (ATen only), where the layout gate takes its other branch (mm and
-    # addmm historically flexible, other ops only with the flag). Not yet run on a GPU.
-    "cpu": ("max_autotune", "max_autotune_gemm") * 5 + ("neither",),
-    "cuda": ("max_autotune", "max_autotune_gemm"),
-}
+AUTOTUNE_MODES = ("max_autotune", "max_autotune_gemm") * 5 + ("neither",)
+"""1 in 11 configs is a plain compile ("neither": ATen only), where the layout gate takes its other
+branch (mm and addmm historically flexible, other ops only with the flag)."""
 CUDA_KNOBS = {
     "max_autotune_gemm_search_space": st.sampled_from(("DEFAULT", "EXHAUSTIVE")),
     "triton.enable_persistent_tma_matmul": st.booleans(),
@@ -32,12 +29,12 @@ CUDA_KNOBS = {
 
 @st.composite
 def autotune_configs(draw: st.DrawFn, device: str) -> dict[str, Any]:
-    """max_autotune or max_autotune_gemm (on CPU, rarely neither), a GEMM backend set valid on
-    `device`, the flexible-layout flag on or off, and some of the knobs that change the candidate set or the code around it
+    """max_autotune or max_autotune_gemm (rarely neither), a GEMM backend set valid on `device`,
+    the flexible-layout flag on or off, and some of the knobs that change the candidate set or the code around it
     (epilogue fusion, fallback to ATen, coordinate descent; on CUDA the search space, persistent
     TMA matmul and decompose-k splits, with `max_mm_configs` capping compile time; on CPU rarely
     the C++ wrapper)."""
-    mode = draw(st.sampled_from(AUTOTUNE_MODES[device]))
+    mode = draw(st.sampled_from(AUTOTUNE_MODES))
     config: dict[str, Any] = {
         **({"max_autotune": False, "max_autotune_gemm": False} if mode == "neither" else {mode: True}),
         "max_autotune_gemm_backends": draw(st.sampled_from(BACKENDS[device])),

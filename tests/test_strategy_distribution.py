@@ -28,14 +28,15 @@ def drawn(device: str, n: int) -> set[str]:
 EXPECTED: dict[str, Callable[[], set[str]]] = {
     "cpu": lambda: ({f"op:{op}" for op in DEVICE_OPS["cpu"]} | {f"consumer:{c}" for c in CONSUMERS}
                     | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
-                    | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "shared_storage", "no_max_autotune",
-                       "every_choice:True", "dtype:int8", "dtype:float16", "dtype:bfloat16"}),
+                    | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
+                       "dtype:float16", "dtype:bfloat16"}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }
 COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for family in SIZE_FAMILIES),
-          "value:exact_int", "value:normal", "value:large", "value:sparse", "stride:expanded", "stride:nondense",
-          "stride:transposed", "stride:batch_inner", "stride:offset", "knob:test_configs.max_mm_configs"}
+          "shared_storage", "no_max_autotune", "value:exact_int", "value:normal", "value:large", "value:sparse",
+          "stride:expanded", "stride:nondense", "stride:transposed", "stride:batch_inner", "stride:offset",
+          "knob:test_configs.max_mm_configs"}
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
