@@ -89,6 +89,11 @@ def _cpu_cpp_bmm_recompiled_for_batch_stride(case: Case) -> bool:
             and any(t.stride[0] != x.stride[0] for t in again))
 
 
+def _cuda_triton_batched_no_rows_or_columns(case: Case) -> bool:
+    return (case.device == "cuda" and "TRITON" in _backends(case) and case.op in ("bmm", "baddbmm", "matmul")
+            and 0 in (case.inputs[0].shape[-2], case.inputs[1].shape[-1]))
+
+
 def _view_of_batched_matvec(case: Case) -> bool:
     return case.op in ("matmul", "bmm", "baddbmm") and case.inputs[1].shape[-1] == 1 and "view_row" in case.consumers
 
@@ -176,7 +181,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_frozen_cpp_no_columns,
         tracking="repros/cpp_gemm_frozen_n0_compile_error.py (not yet filed upstream): the kernel's "
                  "constexpr Nt_blocks is 0 and num_Nt_blocks divides by it; the C++ does not compile",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
     ),
@@ -186,7 +191,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_frozen_half_linear_empty_weight,
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
                  "bf16/fp16 weight with K == 0 or N == 0 for oneDNN's inner product, which cannot build it",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         signatures=(r"crash:RuntimeError:",),
     ),
     KnownBug(
@@ -204,7 +209,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_cpu_cpp_bmm_empty_dim,
         tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
                  "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         signatures=(r"crash:(AssertionError|ZeroDivisionError):",),
     ),
     KnownBug(
@@ -213,7 +218,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_cpu_cpp_bmm_epilogue_then_input_mutation,
         tracking="repros/cpp_bmm_epilogue_input_mutation_crash.py (not yet filed upstream): a CPP bmm "
                  "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         signatures=(r"crash:AssertionError:ir\.py",),
     ),
     KnownBug(
@@ -222,9 +227,18 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_cpu_cpp_bmm_recompiled_for_batch_stride,
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
                  "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
+    ),
+    KnownBug(
+        name="layout-gate-counts-failed-templates",
+        oracles=("layout_spec",),
+        applies=_cuda_triton_batched_no_rows_or_columns,
+        tracking="repros/layout_gate_counts_failed_templates.py (not yet filed upstream): _need_to_fix_layout "
+                 "counts Triton candidates that then fail to build, so the extern-only result stays fixed",
+        torch_versions=("2.11",),
+        signatures=(r"fixed-when-allowed:",),
     ),
     KnownBug(
         name="matvec-view-output-strides",
@@ -232,7 +246,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=_view_of_batched_matvec,
         tracking="repros/matvec_view_output_strides.py (not yet filed upstream): a view of a batched "
                  "matmul with N == 1 returned with the input's batch-inner strides, not eager's",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         signatures=(r"output-strides:",),
     ),
     KnownBug(
