@@ -36,9 +36,14 @@ def _backends(case: Case) -> list[str]:
     return str(case.config_dict.get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
 
 
+BATCHED_OPS = ("bmm", "baddbmm", "matmul")
+CPP_COMPILE_ERROR = (r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
+                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)")
+"""Signatures of generated C++ that does not compile: the whole compile, or the CPP choice alone."""
+
+
 def _frozen_cpp(case: Case) -> bool:
-    backends = _backends(case)
-    return case.frozen_weights and "CPP" in backends
+    return case.frozen_weights and "CPP" in _backends(case)
 
 
 def _frozen_cpp_weight_with_offset(case: Case) -> bool:
@@ -71,7 +76,7 @@ def _frozen_float_linear_no_columns(case: Case) -> bool:
 
 
 def _cpu_cpp_batched(case: Case) -> bool:
-    return case.device == "cpu" and "CPP" in _backends(case) and case.op in ("bmm", "baddbmm", "matmul")
+    return case.device == "cpu" and "CPP" in _backends(case) and case.op in BATCHED_OPS
 
 
 def _cpu_cpp_bmm_empty_dim(case: Case) -> bool:
@@ -84,28 +89,26 @@ def _cpu_cpp_bmm_epilogue_then_input_mutation(case: Case) -> bool:
 
 
 def _cpu_cpp_bmm_recompiled_for_batch_stride(case: Case) -> bool:
-    x, again = case.inputs[0], case.second_call[:1]
+    x = case.inputs[0]
     return (_cpu_cpp_batched(case) and case.op != "baddbmm" and not case.dynamic and len(x.shape) == 3
-            and any(t.stride[0] != x.stride[0] for t in again))
+            and bool(case.second_call) and case.second_call[0].stride[0] != x.stride[0])
 
 
 def _cuda_triton_batched_no_rows_or_columns(case: Case) -> bool:
-    return (case.device == "cuda" and "TRITON" in _backends(case) and case.op in ("bmm", "baddbmm", "matmul")
+    return (case.device == "cuda" and "TRITON" in _backends(case) and case.op in BATCHED_OPS
             and 0 in (case.inputs[0].shape[-2], case.inputs[1].shape[-1]))
 
 
 def _view_of_batched_matvec(case: Case) -> bool:
-    return case.op in ("matmul", "bmm", "baddbmm") and case.inputs[1].shape[-1] == 1 and "view_row" in case.consumers
+    return case.op in BATCHED_OPS and case.inputs[1].shape[-1] == 1 and "view_row" in case.consumers
 
 
 def _cpu_cpp_dynamic(case: Case) -> bool:
-    backends = _backends(case)
-    return case.device == "cpu" and "CPP" in backends and bool(case.second_call or case.dynamic or case.mark_dynamic)
+    return case.device == "cpu" and "CPP" in _backends(case) and bool(case.second_call or case.dynamic or case.mark_dynamic)
 
 
 def _triton_small_m_half_addmm(case: Case) -> bool:
-    backends = _backends(case)
-    return (case.device == "cuda" and case.op == "addmm" and "TRITON" in backends
+    return (case.device == "cuda" and case.op == "addmm" and "TRITON" in _backends(case)
             and case.inputs[0].dtype in ("float16", "bfloat16") and case.inputs[0].shape[0] <= 16)
 
 
@@ -182,8 +185,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_gemm_frozen_n0_compile_error.py (not yet filed upstream): the kernel's "
                  "constexpr Nt_blocks is 0 and num_Nt_blocks divides by it; the C++ does not compile",
         torch_versions=("2.11", "2.13"),
-        signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
-                    r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
+        signatures=CPP_COMPILE_ERROR,
     ),
     KnownBug(
         name="freezing-half-linear-empty-weight-onednn",
@@ -228,8 +230,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
                  "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.11", "2.13"),
-        signatures=(r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
-                    r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)"),
+        signatures=CPP_COMPILE_ERROR,
     ),
     KnownBug(
         name="layout-gate-counts-failed-templates",
