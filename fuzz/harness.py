@@ -1,6 +1,7 @@
 """Run one Case: materialize inputs, run eager, compile with max-autotune under the case's config
 in a fresh dynamo state while the observer records template selection, compute float64
-references and error bounds. Returns an Observation for the oracles; never raises for a case."""
+references and the error bound of the kernels that computed each output. Returns an
+Observation for the oracles; never raises for a case."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ from typing import Any
 import torch
 
 from fuzz import programs
-from fuzz.values import EXACT_BITS, EXACT_SCALARS, materialize
+from fuzz.values import materialize
 from oracles import observe
-from oracles.model import ChoiceRecord, Failure, Observation, OutputCheck
-from oracles.numerics import op_bound
+from oracles.error_model import KernelModel
+from oracles.model import ChoiceRecord, Failure, Observation, OutputCheck, TensorMeta
 from strategies.case import Case, TensorSpec
-
-INEXACT_CONSUMERS = frozenset(name for name, step in programs.CONSUMERS.items() if not step.exact)
 
 
 class HashLedger:
@@ -34,13 +33,29 @@ class HashLedger:
 
 
 @contextlib.contextmanager
-def _tf32(enabled: bool) -> Iterator[None]:
-    prior = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = enabled
+def _precision(case: Case) -> Iterator[None]:
+    """The case's matmul precision flags (TF32; fp16/bf16 reduced-precision reductions), for eager
+    and compiled alike."""
+    matmul = torch.backends.cuda.matmul
+    flags = {"allow_tf32": case.tf32, "allow_fp16_reduced_precision_reduction": case.reduced_precision,
+             "allow_bf16_reduced_precision_reduction": case.reduced_precision}
+    prior = {name: getattr(matmul, name) for name in flags}
     try:
+        for name, value in flags.items():
+            setattr(matmul, name, value)
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = prior
+        for name, value in prior.items():
+            setattr(matmul, name, value)
+
+
+def kernel_model(case: Case, choices: Sequence[ChoiceRecord]) -> KernelModel:
+    """What the kernels among `choices` may do to the numbers (see oracles/error_model.py):
+    TF32 where the case allows it on CUDA; fp16/bf16 split-K partial sums for cuBLAS (extern
+    choices) where the case allows reduced-precision reductions."""
+    cuda = case.device == "cuda"
+    return KernelModel(tf32=cuda and case.tf32,
+                       half_partials=cuda and case.reduced_precision and any(c.kind == "extern" for c in choices))
 
 
 def _calls(case: Case) -> list[Sequence[TensorSpec]]:
@@ -51,33 +66,72 @@ def _cpu(outputs: Any) -> list[torch.Tensor]:
     return [t.detach().cpu() for t in outputs]
 
 
+def _metas(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> list[TensorMeta]:
+    """Each output's strides, offset and view-ness on its device, and what it shares storage with."""
+    def storage(t: torch.Tensor) -> int | None:
+        s = t.untyped_storage()
+        return s.data_ptr() if s.nbytes() else None
+
+    named = [(f"out{k}", storage(t)) for k, t in enumerate(outputs)] + [(f"in{i}", storage(t)) for i, t in enumerate(inputs)]
+    return [TensorMeta(tuple(t.stride()), t.storage_offset(), t._is_view(),
+                       tuple(name for name, ptr in named if ptr is not None and ptr == storage(t) and name != f"out{k}"))
+            for k, t in enumerate(outputs)]
+
+
+class _Run:
+    """Outputs of every call of one compiled (or eager) program: CPU copies and device metadata."""
+
+    def __init__(self) -> None:
+        self.values: list[list[torch.Tensor]] = []
+        self.metas: list[list[TensorMeta]] = []
+
+    def add(self, outputs: Sequence[torch.Tensor], args: Sequence[torch.Tensor]) -> None:
+        self.metas.append(_metas(outputs, args))
+        self.values.append(_cpu(outputs))
+
+
 def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     """Compile and run `case`; every failure is recorded in the Observation, never raised."""
     obs = Observation(case=case, torch_version=torch.__version__)
     grad = torch.no_grad() if case.frozen_weights else contextlib.nullcontext()
-    with _tf32(case.tf32), grad:
+    with _precision(case), grad:
+        eager = _Run()
         try:
             inputs = [materialize(case, specs) for specs in _calls(case)]
             wide = [[t.detach().cpu().double() for t in call] for call in inputs]  # before eager may mutate them
-            eager = [_cpu(programs.run(case, call)) for call in inputs]
+            for call in inputs:
+                eager.add(programs.run(case, call), programs.split_inputs(case, call)[0])
         except Exception as e:  # noqa: BLE001 - the op rejects the case: recorded, not a finding
             obs.eager_failure = observe.describe_failure(e)
             return obs
-        expected = [_expected(case, specs, call) for specs, call in zip(_calls(case), wide)]
-        compiled, failure, rec = _compile_and_run(case, len(expected))
+        references = _References(case, wide)
+        compiled, failure, rec = _compile_and_run(case, len(wide))
         obs.selections, obs.post_grad_targets, obs.lowered = rec.selections, rec.post_grad_targets, rec.lowered
         obs.compile_failure = failure
         if compiled is not None:
-            obs.results = _checks(case, eager, compiled, expected)
+            obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
         if case.every_choice and failure is None:
-            _check_every_choice(case, obs, eager[0], expected[0])
+            _check_every_choice(case, obs, eager, references)
     if ledger is not None:
         ledger.note(obs)
     return obs
 
 
-def _compile_and_run(case: Case, n_calls: int, keep: tuple[int, int] | None = None,
-                     ) -> tuple[list[list[torch.Tensor]] | None, Failure | None, observe.Recording]:
+class _References:
+    """float64 results and bounds of every call, per kernel model (computed once per model)."""
+
+    def __init__(self, case: Case, wide: list[list[torch.Tensor]]) -> None:
+        self.case, self.wide = case, wide
+        self._by_model: dict[KernelModel, list[programs.Expected]] = {}
+
+    def of(self, model: KernelModel) -> list[programs.Expected]:
+        if model not in self._by_model:
+            self._by_model[model] = [programs.expected(self.case, call, model) for call in self.wide]
+        return self._by_model[model]
+
+
+def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None = None,
+                     ) -> tuple[_Run | None, Failure | None, observe.Recording]:
     """Compile the program in a fresh dynamo state and run every call; (outputs, failure, events)."""
     torch._dynamo.reset()
     first_args, weights = programs.split_inputs(case, materialize(case))
@@ -86,57 +140,41 @@ def _compile_and_run(case: Case, n_calls: int, keep: tuple[int, int] | None = No
     with torch._inductor.config.patch(patch), observe.record_selections(case.device, keep) as rec:
         try:
             fn = torch.compile(module, dynamic=True if case.dynamic else None)  # None: static, then automatic
-            outputs = []
+            run = _Run()
             for c, specs in enumerate(_calls(case)[:n_calls]):
                 args = first_args if c == 0 else programs.split_inputs(case, materialize(case, specs))[0]
                 for i, dim in case.mark_dynamic if c == 0 else ():
                     if i < len(args):
-                        torch._dynamo.mark_dynamic(args[i], dim)
-                outputs.append(_cpu(fn(*args)))
+                        torch._dynamo.maybe_mark_dynamic(args[i], dim)
+                run.add(fn(*args), args)
             if case.device == "cuda":
                 torch.cuda.synchronize()
-            return outputs, None, rec
+            return run, None, rec
         except Exception as e:  # noqa: BLE001 - a compile/run failure is an observation
             return None, observe.describe_failure(e), rec
 
 
-def _expected(case: Case, specs: Sequence[TensorSpec], wide: list[torch.Tensor]) -> programs.Expected:
-    """float64 results and bounds of one call, from float64 copies of its inputs."""
-    dtype = getattr(torch, programs.op_dtype(case))
-    return programs.expected(case, wide, op_bound(specs[0].shape[-1], dtype, case.tf32))  # K of this call
-
-
-def _exact(case: Case, expected: programs.Expected, eager: list[torch.Tensor]) -> bool:
-    """Exact-integer inputs whose largest partial sum fits every dtype on the way, exact steps only."""
-    if case.value_mode != "exact_int" and case.op != "int_mm":
-        return False
-    dtypes = [programs.op_dtype(case)] + [str(t.dtype).removeprefix("torch.") for t in eager]
-    bits = min(EXACT_BITS.get(d, 0) for d in dtypes)
-    return (expected.peak_magnitude <= 2.0 ** (bits - 1) and not INEXACT_CONSUMERS & set(case.consumers)
-            and all(v in EXACT_SCALARS for v in case.params_dict.values()))
-
-
-def _checks(case: Case, eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]],
-            expected: list[programs.Expected], choice: ChoiceRecord | None = None) -> list[OutputCheck]:
+def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
+            choice: ChoiceRecord | None = None) -> list[OutputCheck]:
     out = []
-    for c, (e_outs, c_outs, exp) in enumerate(zip(eager, compiled, expected)):
-        exact = _exact(case, exp, e_outs)
-        for j, (e, got, ref, bound) in enumerate(zip(e_outs, c_outs, exp.values, exp.bounds)):
+    for c, exp in enumerate(expected[: len(compiled.values)]):
+        for j, (e, got, ref, bound) in enumerate(zip(eager.values[c], compiled.values[c], exp.values, exp.bounds)):
             label = f"call{c}/out{j}" + (f" @{choice.template}" if choice else "")
-            out.append(OutputCheck(label, e, got, ref, bound, exact, choice))
+            out.append(OutputCheck(label, e, got, ref, bound, exp.exact, choice,
+                                   eager.metas[c][j], compiled.metas[c][j]))
     return out
 
 
-def _check_every_choice(case: Case, obs: Observation, eager: list[torch.Tensor],
-                        expected: programs.Expected) -> None:
-    """Compile once per choice of every autotune selection, that choice alone, and check it."""
-    selections = [e for e in obs.selections if e.source == "autotune"]
+def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _References) -> None:
+    """Compile once per choice of every autotune selection, that choice alone (in the first graph
+    and in any graph a later call recompiles), run every call and check each output."""
+    selections = [e for e in obs.selections if e.source == "autotune" and e.graph == 0]
     for s, event in enumerate(selections):
         if len(event.choices) < 2:
             continue  # the autotuned compile already ran its only choice
-        for i, choice in enumerate(event.choices):
-            outputs, failure, _ = _compile_and_run(case, 1, keep=(s, i))
+        for choice in event.choices:
+            outputs, failure, _ = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice))
             if failure is not None:
                 obs.choice_failures.append((choice, failure))
             elif outputs is not None:
-                obs.results.extend(_checks(case, [eager], outputs, [expected], choice))
+                obs.results.extend(_checks(eager, outputs, references.of(kernel_model(case, [choice])), choice))

@@ -2,9 +2,12 @@
 steps. The same source runs eagerly, compiled, in float64 (the reference) and in standalone
 repro scripts, so there is one definition of what a case computes.
 
-Besides values, each step transfers an error *bound* and a *magnitude* (float64 tensors): the
-bound says how far a correct low-precision result may be from the float64 one (see
-oracles/numerics.py for the per-dtype terms), the magnitude is sum |terms| of each element."""
+Besides values, the float64 run carries an error *bound* and a *magnitude* (float64 tensors)
+through every step: the bound says how far a correct kernel's result may be from the float64 one
+(oracles/error_model.py has the terms), the magnitude is sum |terms| of each element (what
+accumulation errors scale with). Each rounding to a low-precision dtype is counted once, where it
+happens; the run also says whether every rounded quantity is exactly representable (then a
+correct kernel is bit-exact)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from typing import Any
 
 import torch
 
-from oracles.numerics import ACCUMULATE_U
+from oracles.error_model import KernelModel, accumulation, prefix_spread, representable, rounding, unit_roundoff
 from strategies.case import Case
 
 Tensor = torch.Tensor
@@ -22,71 +25,147 @@ GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
 
 
 @dataclasses.dataclass(frozen=True)
+class Term:
+    """One addend of an op's result: `scalar * (left @ right)`, or `scalar * left` when `right` is
+    None. A zero scalar drops the term (BLAS semantics: torch ignores `input` when beta == 0)."""
+
+    left: str
+    right: str | None = None
+    scalar: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class OpSpec:
     code: str  # the call; {0}.. are inputs, {alpha}/{beta} params
-    reference: str  # float64 semantics of the same call (inputs already float64)
+    terms: tuple[Term, ...]  # float64 semantics: the result is the sum of these
     out_dtype: str | None = None  # None: the first input's dtype
 
 
+PRODUCT = (Term("{0}", "{1}"),)
 OPS: dict[str, OpSpec] = {
-    "mm": OpSpec("torch.mm({0}, {1})", "{0} @ {1}"),
+    "mm": OpSpec("torch.mm({0}, {1})", PRODUCT),
     "addmm": OpSpec("torch.addmm({2}, {0}, {1}, beta={beta}, alpha={alpha})",
-                    "{beta} * {2} + {alpha} * ({0} @ {1})"),
-    "bmm": OpSpec("torch.bmm({0}, {1})", "{0} @ {1}"),
+                    (Term("{2}", scalar="beta"), Term("{0}", "{1}", "alpha"))),
+    "bmm": OpSpec("torch.bmm({0}, {1})", PRODUCT),
     "baddbmm": OpSpec("torch.baddbmm({2}, {0}, {1}, beta={beta}, alpha={alpha})",
-                      "{beta} * {2} + {alpha} * ({0} @ {1})"),
-    "matmul": OpSpec("torch.matmul({0}, {1})", "{0} @ {1}"),
-    "mm_out_dtype": OpSpec("torch.mm({0}, {1}, out_dtype=torch.float32)", "{0} @ {1}", "float32"),
-    "int_mm": OpSpec("torch._int_mm({0}, {1})", "{0} @ {1}", "int32"),
+                      (Term("{2}", scalar="beta"), Term("{0}", "{1}", "alpha"))),
+    "matmul": OpSpec("torch.matmul({0}, {1})", PRODUCT),
+    "mm_out_dtype": OpSpec("torch.mm({0}, {1}, out_dtype=torch.float32)", PRODUCT, "float32"),
+    "int_mm": OpSpec("torch._int_mm({0}, {1})", PRODUCT, "int32"),
     "scaled_mm": OpSpec("torch._scaled_mm({0}, {1}, scale_a={2}, scale_b={3}, out_dtype=torch.bfloat16)",
-                        "({0} * {2}) @ ({1} * {3})", "bfloat16"),
-    "mm_plus_mm": OpSpec("torch.mm({0}, {1}) + torch.mm({2}, {3})", "{0} @ {1} + {2} @ {3}"),
+                        (Term("({0} * {2})", "({1} * {3})"),), "bfloat16"),
+    "mm_plus_mm": OpSpec("torch.mm({0}, {1}) + torch.mm({2}, {3})", (Term("{0}", "{1}"), Term("{2}", "{3}"))),
 }
 
-BoundFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]  # (bound, magnitude) -> (bound, magnitude)
+
+@dataclasses.dataclass
+class Tracked:
+    """A float64 value with its error bound and magnitude, the dtype a kernel holds it in, and
+    whether every rounding so far was exact."""
+
+    value: Tensor
+    bound: Tensor
+    mag: Tensor
+    dtype: torch.dtype
+    exact: bool
+
+
+@dataclasses.dataclass
+class Reference:
+    """What steps may read: float64 inputs (and their magnitudes), params, the kernel model."""
+
+    env: dict[str, Any]
+    abs_env: dict[str, Any]
+    params: dict[str, float]
+    model: KernelModel
+
+    def product(self, left: str, right: str, dtype: torch.dtype) -> Tracked:
+        """`left @ right` (expressions over the inputs) as a kernel rounding to `dtype` computes it."""
+        a, b = eval(left, self.env), eval(right, self.env)  # noqa: S307 - our own tables
+        value, mag = a @ b, eval(left, self.abs_env) @ eval(right, self.abs_env)  # noqa: S307
+        bound = accumulation(mag, prefix_spread(a, b), dtype, self.model) + rounding(value, dtype)
+        return Tracked(value, bound, mag, dtype, _exact_sum(a, b, mag, dtype, self.model) and representable(value, dtype))
+
+
+Transfer = Callable[[Tracked, Tracked, Reference], Tracked]  # (before the step, after it in float64, ...) -> after
 
 
 @dataclasses.dataclass(frozen=True)
 class Consumer:
-    """One step after the op. `code` rebinds `y`; `transfer` maps (bound, magnitude); `None` means
-    the step is a pure data movement or monotone sum, so applying `code` itself to both is exact."""
+    """One step after the op. `code` rebinds `y` (it may read the inputs x0..); `transfer` gives
+    the step's result with its bound and magnitude; None means the step only moves data, so its
+    code applied to bound and magnitude is exact."""
 
     code: str
-    transfer: BoundFn | None = None
-    exact: bool = True  # keeps exact-integer results exact
+    transfer: Transfer | None = None
     output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
 
 
-def _chain(b: Tensor, m: Tensor) -> tuple[Tensor, Tensor]:
-    """y @ y^T: operand errors propagate through |y|, plus float32 accumulation over K terms."""
-    mt, bt = m.transpose(-1, -2), b.transpose(-1, -2)
-    mag = m @ mt
-    return b @ mt + m @ bt + b @ bt + (m.shape[-1] + 2) * ACCUMULATE_U * mag, mag
+def _gelu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    return Tracked(after.value, GELU_LIPSCHITZ * before.bound + rounding(after.value, before.dtype),
+                   GELU_LIPSCHITZ * before.mag, before.dtype, False)
 
 
-def _sum(b: Tensor, m: Tensor) -> tuple[Tensor, Tensor]:
-    mag = m.sum(dim=-1)
-    return b.sum(dim=-1) + (m.shape[-1] + 2) * ACCUMULATE_U * mag, mag
+def _sum(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    mag = (before.mag + before.bound).sum(dim=-1)
+    spread = before.value.cumsum(-1).square().sum(-1).sqrt()
+    bound = before.bound.sum(dim=-1) + accumulation(mag, spread, before.dtype, KernelModel()) \
+        + rounding(after.value, before.dtype)
+    grain = _grain(before.value)
+    exact = before.exact and grain > 0 and _within(mag, grain, 2.0**24)
+    return Tracked(after.value, bound, mag, before.dtype, exact and representable(after.value, before.dtype))
 
 
+def _chain(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    """y @ y^T: operand errors propagate through |y|, plus a float32 accumulation over N terms."""
+    b, y = before.bound, before.value.abs() + before.bound
+    bt, yt = b.transpose(-1, -2), y.transpose(-1, -2)
+    mag = y @ yt
+    spread = prefix_spread(before.value, before.value.transpose(-1, -2))
+    bound = b @ yt + y @ bt + accumulation(mag, spread, before.dtype, ref.model) + rounding(after.value, before.dtype)
+    grain = _grain(before.value)
+    exact = before.exact and grain > 0 and _within(mag, grain * grain, 2.0**24)
+    return Tracked(after.value, bound, mag, before.dtype, exact and representable(after.value, before.dtype))
+
+
+def _cat_mm(dim: int, left: str, right: str) -> Transfer:
+    """cat([y, left @ right], dim): a second product of the inputs written beside the first."""
+    def transfer(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+        second = ref.product(left, right, before.dtype)
+        return Tracked(after.value, torch.cat([before.bound, second.bound], dim), torch.cat([before.mag, second.mag], dim),
+                       before.dtype, before.exact and second.exact)
+    return transfer
+
+
+def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    return dataclasses.replace(before, dtype=torch.float32)
+
+
+CAT_MM_ROWS = ("x0[..., : (x0.shape[-2] + 1) // 2, :]", "x1")
+CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
 CONSUMERS: dict[str, Consumer] = {
     "relu": Consumer("y = torch.relu(y)"),
     "relu_": Consumer("y = y.relu_()"),  # in-place mutation of the result
-    "gelu": Consumer("y = torch.nn.functional.gelu(y)", lambda b, m: (GELU_LIPSCHITZ * b, GELU_LIPSCHITZ * m), exact=False),
-    "add": Consumer("y = y + y"),
-    "to_float32": Consumer("y = y.float()"),
+    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _gelu),
+    "add": Consumer("y = y + y"),  # doubling is exact
+    "to_float32": Consumer("y = y.float()", _to_float32),
     "transpose_contiguous": Consumer("y = y.transpose(-1, -2).contiguous()"),
     "slice_step": Consumer("y = y[..., ::2, :]"),
     "narrow": Consumer("y = y[..., : (y.shape[-1] + 1) // 2]"),
     "cat_rows": Consumer("y = torch.cat([y, y], dim=-2)"),
     "cat_cols": Consumer("y = torch.cat([y, y], dim=-1)"),
+    "cat_mm_rows": Consumer(f"y = torch.cat([y, {CAT_MM_ROWS[0]} @ {CAT_MM_ROWS[1]}], dim=-2)",
+                            _cat_mm(-2, *CAT_MM_ROWS)),
+    "cat_mm_cols": Consumer(f"y = torch.cat([y, {CAT_MM_COLS[0]} @ {CAT_MM_COLS[1]}], dim=-1)",
+                            _cat_mm(-1, *CAT_MM_COLS)),
     "sum_rows": Consumer("y = y.sum(dim=-1)", _sum),
     "chain_mm": Consumer("y = y @ y.transpose(-1, -2)", _chain),
     "view_row": Consumer("y = y[..., 0, :]"),  # returns a view of the result
     "return_twice": Consumer("", output="y"),
     "mutate_input": Consumer("x0.mul_(2)", output="x0"),
 }
-"""Steps that add an output (return_twice, mutate_input) come last (the strategies keep it so)."""
+"""Steps that add an output (return_twice, mutate_input) come last, and the cat_mm steps (which
+read the op's inputs again) come first (the strategies keep it so)."""
 
 
 def op_dtype(case: Case) -> str:
@@ -94,12 +173,15 @@ def op_dtype(case: Case) -> str:
     return OPS[case.op].out_dtype or case.inputs[0].dtype
 
 
+def _params(case: Case) -> dict[str, float]:
+    return {"alpha": 1.0, "beta": 1.0, **case.params_dict}
+
+
 def source(case: Case) -> str:
     """`def program(x0, x1, ...)` computing the case; returns a tuple of tensors."""
     op = OPS[case.op]
     names = [f"x{i}" for i in range(len(case.inputs))]
-    params = {"alpha": 1.0, "beta": 1.0, **case.params_dict}
-    lines = [f"def program({', '.join(names)}):", f"    y = {op.code.format(*names, **params)}"]
+    lines = [f"def program({', '.join(names)}):", f"    y = {op.code.format(*names, **_params(case))}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
         if step.code:
@@ -144,42 +226,95 @@ def split_inputs(case: Case, tensors: Sequence[Tensor]) -> tuple[list[Tensor], l
 
 @dataclasses.dataclass
 class Expected:
-    """float64 results of every program output, the error bound each may carry, and the largest
-    sum|terms| met along the way (decides whether exact-integer arithmetic stayed exact)."""
+    """float64 results of every program output, the error bound a correct kernel's output may
+    carry, and whether a correct kernel is bit-exact (every rounded quantity representable)."""
 
     values: list[Tensor]
     bounds: list[Tensor]
-    peak_magnitude: float
+    exact: bool
 
 
-def expected(case: Case, tensors: Sequence[Tensor], op_bound: Callable[[Tensor, Tensor], Tensor]) -> Expected:
-    """Run the program in float64 on `tensors` (float64 inputs), transferring `op_bound(value,
-    magnitude)` (the op's own rounding bound) and each step's through to every output."""
+def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expected:
+    """Run the program in float64 on `tensors` (the dtype-rounded inputs, as float64), carrying
+    the bound of a correct kernel under `model` through every step to every output."""
     names = [f"x{i}" for i in range(len(tensors))]
-    params = {"alpha": 1.0, "beta": 1.0, **case.params_dict}
-    env: dict[str, Any] = {"torch": torch, **dict(zip(names, (t.clone() for t in tensors)))}
-    abs_env = {"torch": torch, **dict(zip(names, (t.abs() for t in tensors)))}
-    y = eval(OPS[case.op].reference.format(*names, **params), env)  # noqa: S307 - our own table
-    m = eval(OPS[case.op].reference.format(*names, **{k: abs(v) for k, v in params.items()}), abs_env)  # noqa: S307
-    b, peak = op_bound(y, m), _peak(m)
-    extra: list[tuple[Tensor, Tensor]] = []
+    ref = Reference({"torch": torch, **dict(zip(names, (t.clone() for t in tensors)))},
+                    {"torch": torch, **dict(zip(names, (t.abs() for t in tensors)))}, _params(case), model)
+    y = _op_result(case, ref)
+    outputs: list[Tracked] = []
     for step in (CONSUMERS[c] for c in case.consumers):
         if step.output == "x0":
-            exec(step.code, env)  # noqa: S102 - our own table
-            extra.append((env["x0"], torch.zeros_like(env["x0"])))
+            exec(step.code, ref.env)  # noqa: S102 - our own table
+            x0 = ref.env["x0"]
+            outputs.append(Tracked(x0, torch.zeros_like(x0), x0.abs(), y.dtype, True))
             continue
         if step.code:
-            y = _exec_step(step.code, y, env)
-            b, m = (_exec_step(step.code, b, env), _exec_step(step.code, m, env)) if step.transfer is None \
-                else step.transfer(b, m)
-            peak = max(peak, _peak(m))
+            after = _exec_step(step.code, y.value, ref.env)
+            y = step.transfer(y, Tracked(after, after, after, y.dtype, y.exact), ref) if step.transfer else \
+                Tracked(after, _exec_step(step.code, y.bound, ref.env), _exec_step(step.code, y.mag, ref.env),
+                        y.dtype, y.exact)
         if step.output == "y":
-            extra.append((y, b))
-    return Expected([y] + [v for v, _ in extra], [b] + [e for _, e in extra], peak)
+            outputs.append(y)
+    outputs.insert(0, y)
+    return Expected([t.value for t in outputs], [t.bound for t in outputs], all(t.exact for t in outputs))
 
 
-def _peak(m: Tensor) -> float:
-    return float(m.max()) if m.numel() else 0.0
+def _op_result(case: Case, ref: Reference) -> Tracked:
+    """The op's own result: its terms summed, each product accumulated and every quantity the
+    kernel may materialize in the output dtype rounded once."""
+    dtype = getattr(torch, op_dtype(case))
+    parts = []
+    for term in OPS[case.op].terms:
+        scale = ref.params[term.scalar] if term.scalar else 1.0
+        left = term.left.format(*(f"x{i}" for i in range(len(case.inputs))))
+        if term.right is None:
+            value = eval(left, ref.env)  # noqa: S307 - our own table
+            part = Tracked(value, torch.zeros_like(value), value.abs(), dtype, True)
+        else:
+            part = ref.product(left, term.right.format(*(f"x{i}" for i in range(len(case.inputs)))), dtype)
+            part.bound = part.bound - rounding(part.value, dtype)  # rounded below, with the sum
+        if scale == 0:
+            part = Tracked(*(torch.zeros_like(part.value) for _ in range(3)), dtype, True)
+        parts.append(Tracked(scale * part.value, abs(scale) * part.bound, abs(scale) * part.mag, dtype, part.exact))
+    value = sum(p.value for p in parts)
+    bound = sum(p.bound for p in parts) + rounding(value, dtype)
+    exact = all(p.exact for p in parts) and representable(value, dtype)
+    if len(parts) > 1:  # a kernel may round each term (e.g. alpha * (a @ b)) before adding them
+        bound = bound + sum(rounding(p.value, dtype) for p in parts)
+        exact = exact and all(representable(p.value, dtype) for p in parts)
+    return Tracked(value, bound, sum(p.mag for p in parts), dtype, exact)
+
+
+def _exact_sum(a: Tensor, b: Tensor, mag: Tensor, dtype: torch.dtype, model: KernelModel) -> bool:
+    """Whether a correct kernel forms `a @ b` without any rounding: every product and partial sum
+    is a multiple of the operands' grains and stays within the accumulator's exact range (and
+    within the output dtype's when partial sums may be rounded to it)."""
+    if not torch.isfinite(mag).all():
+        return False
+    grain_a, grain_b = _grain(a), _grain(b)
+    if grain_a * grain_b == 0.0:
+        return False
+    if not dtype.is_floating_point:
+        return _within(mag, grain_a * grain_b, 2.0**31)
+    limit = 2.0**24
+    if model.half_partials and dtype in (torch.float16, torch.bfloat16):
+        limit = 1.0 / unit_roundoff(dtype)
+    tf32_exact = not model.tf32 or (_within(a.abs(), grain_a, 2.0**11) and _within(b.abs(), grain_b, 2.0**11))
+    return tf32_exact and _within(mag, grain_a * grain_b, limit)
+
+
+def _within(mag: Tensor, grain: float, limit: float) -> bool:
+    """Every element of `mag`, counted in units of `grain`, is at most `limit`."""
+    return not mag.numel() or float(mag.max()) / grain <= limit
+
+
+def _grain(t: Tensor) -> float:
+    """The largest power of two (at most 1) every element is a multiple of; 0 when there is none
+    down to 2^-30 (e.g. normal random values)."""
+    finite = t[torch.isfinite(t)]
+    if not bool(torch.all(torch.remainder(finite * 2.0**30, 1.0) == 0)):
+        return 0.0
+    return next(2.0**-e for e in range(31) if bool(torch.all(torch.remainder(finite * 2.0**e, 1.0) == 0)))
 
 
 def _exec_step(code: str, y: Tensor, env: dict[str, Any]) -> Tensor:

@@ -10,6 +10,7 @@ from oracles import check_all
 from oracles.model import Observation, Violation
 from oracles.observe import template_catalogue
 from oracles.src_hash import is_triton
+from oracles.templates import unservable
 from strategies.case import Case
 
 
@@ -21,9 +22,9 @@ class Verdict:
 
     @property
     def rejected(self) -> bool:
-        """The case is outside what the op or the backend set accepts: not a test of inductor."""
-        obs = self.observation
-        return obs.eager_failure is not None or bool(obs.compile_failure and obs.compile_failure.config_limit)
+        """The case is outside what the op accepts (eager raised) or no backend of its set can
+        serve it (by the eligibility table): not a test of inductor."""
+        return self.observation.eager_failure is not None or unservable(self.observation)
 
 
 class FuzzSession:

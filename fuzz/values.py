@@ -1,4 +1,9 @@
-"""Deterministic input values for a Case: the same Case always yields bit-identical tensors."""
+"""Deterministic input values for a Case: the same Case always yields bit-identical tensors.
+
+Storage elements outside every view of a storage (padding, stride gaps, an offset's prefix) hold
+NaN in floating-point storages: a kernel that reads them (an unmasked load) leaks NaN into its
+result. The `nonfinite` value mode also puts NaN and infinities inside the views, where their
+effect is defined (an addmm/baddbmm bias with beta == 0 must be ignored)."""
 
 from __future__ import annotations
 
@@ -13,8 +18,7 @@ from strategies.case import Case, TensorSpec
 EXACT_BITS = {"float32": 24, "float16": 11, "bfloat16": 8, "int32": 31, "int8": 7,
               "float8_e4m3fn": 4, "float8_e5m2": 3}
 """Significand bits: integers up to 2**bits are exact in the dtype."""
-EXACT_SCALARS = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)
-"""alpha/beta values that keep integer arithmetic exact (powers of two and zero)."""
+NONFINITE = (float("nan"), float("inf"), float("-inf"))
 
 
 def reduction_size(case: Case) -> int:
@@ -22,11 +26,14 @@ def reduction_size(case: Case) -> int:
     return case.inputs[0].shape[-1]
 
 
-def exact_int_range(case: Case) -> int:
-    """Largest r (at most 4) such that integer inputs in [-r, r] keep K * r**2 inside the
-    exact integers of the op's result dtype, with a bit to spare."""
-    k = max(reduction_size(case), 1)
-    return max(1, min(4, math.isqrt((2 ** (EXACT_BITS[op_dtype(case)] - 2)) // k)))
+def exact_int_range(case: Case) -> tuple[int, float]:
+    """(r, density): integer inputs in [-r, r] (r at most 4), each nonzero with probability
+    `density`, so that sums over K products stay far inside the exact integers of the result's
+    dtype (six standard deviations below 2**(bits - 1)): K * r**2 for small K, sparse for large."""
+    k, bits = max(reduction_size(case), 1), EXACT_BITS[op_dtype(case)]
+    r = max(1, min(4, math.isqrt((2 ** (bits - 2)) // k)))
+    spread = r * (r + 1) / 3  # E[x**2] of a uniform integer in [-r, r]
+    return r, min(1.0, 2.0 ** (bits - 1) / (6 * math.sqrt(k) * spread))
 
 
 def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[torch.Tensor]:
@@ -36,19 +43,50 @@ def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[t
     mutate inputs."""
     specs = list(specs or case.inputs)
     shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
-    storages = {i: _storage(case, specs[i], i, specs[i].storage_size()) for i in range(len(specs)) if i not in shared}
-    if shared:
-        common = _storage(case, specs[shared[0]], shared[0], max(specs[i].storage_size() for i in shared))
-        storages.update(dict.fromkeys(shared, common))
+    groups = [[i] for i in range(len(specs)) if i not in shared] + ([shared] if shared else [])
+    storages: dict[int, torch.Tensor] = {}
+    for group in groups:
+        storage = _storage(case, specs, group)
+        storages.update(dict.fromkeys(group, storage.to(getattr(torch, specs[group[0]].dtype)).to(case.device)))
     return [torch.as_strided(storages[i], spec.shape, spec.stride, spec.offset) for i, spec in enumerate(specs)]
+
+
+def _storage(case: Case, specs: list[TensorSpec], group: list[int]) -> torch.Tensor:
+    """float64 contents of the storage the inputs `group` view: seeded values, NaN outside the views."""
+    first = group[0]
+    size = max(specs[i].storage_size() for i in group)
+    gen = torch.Generator().manual_seed(case.seed * 1009 + first)
+    values = _values(case, specs[first], first, size, gen)
+    covered = torch.zeros(size, dtype=torch.bool)
+    for i in group:
+        view = torch.as_strided(torch.arange(size), specs[i].shape, specs[i].stride, specs[i].offset)
+        covered[view.flatten()] = True
+        if case.value_mode == "nonfinite" and _may_be_nonfinite(case, i):
+            inside = view.flatten().unique()
+            picks = inside[torch.randperm(inside.numel(), generator=gen)[: max(1, inside.numel() // 64)]]
+            values[picks] = torch.tensor(NONFINITE, dtype=torch.float64)[torch.arange(picks.numel()) % 3]
+    if specs[first].dtype not in ("int8", "int32"):
+        values[~covered] = float("nan")
+    return values
+
+
+def _may_be_nonfinite(case: Case, index: int) -> bool:
+    """Where NaN/inf have defined effects: not in an operand multiplied by alpha == 0 (BLAS does
+    not read it, a fused kernel may: undefined), nor in scaled_mm's scales."""
+    if case.op in ("addmm", "baddbmm") and index < 2:
+        return case.params_dict.get("alpha", 1.0) != 0.0
+    return not (case.op == "scaled_mm" and index >= 2)
 
 
 def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generator) -> torch.Tensor:
     if case.op == "scaled_mm" and index >= 2:  # scales: positive powers of two keep products exact
         return 2.0 ** torch.randint(-2, 3, (n,), generator=gen, dtype=torch.float64)
-    if case.value_mode == "exact_int" or spec.dtype == "int8":
-        r = exact_int_range(case) if case.value_mode == "exact_int" else 8
-        return torch.randint(-r, r + 1, (n,), generator=gen, dtype=torch.float64)
+    if case.value_mode == "exact_int":
+        r, density = exact_int_range(case)
+        values = torch.randint(-r, r + 1, (n,), generator=gen, dtype=torch.float64)
+        return values * (torch.rand(n, generator=gen, dtype=torch.float64) < density)
+    if spec.dtype == "int8":
+        return torch.randint(-8, 9, (n,), generator=gen, dtype=torch.float64)
     values = torch.randn(n, generator=gen, dtype=torch.float64)
     if case.value_mode == "sparse":
         return values * (torch.rand(n, generator=gen, dtype=torch.float64) < 0.1)
@@ -57,8 +95,3 @@ def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generat
         limit = torch.finfo(getattr(torch, op_dtype(case))).max
         return values * 2.0 ** math.floor(math.log2(math.sqrt(limit / (16 * k))))
     return values
-
-
-def _storage(case: Case, spec: TensorSpec, index: int, size: int) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(case.seed * 1009 + index)
-    return _values(case, spec, index, size, gen).to(getattr(torch, spec.dtype)).to(case.device)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from oracles import layout, numerics, observed, src_hash
+from oracles import layout, numerics, observed, src_hash, templates
 from oracles.model import Observation, Violation
 
 ORACLES: dict[str, Callable[[Observation], list[Violation]]] = {
@@ -12,6 +12,7 @@ ORACLES: dict[str, Callable[[Observation], list[Violation]]] = {
     "layout_spec": layout.check_spec,
     "numerics": numerics.check,
     "src_hash": src_hash.check,
+    "template_presence": templates.check,
     "observed": observed.check_observed,
     "crash": observed.check_crash,
 }

@@ -46,6 +46,16 @@ class Gate:
 
 
 @dataclasses.dataclass(frozen=True)
+class Operand:
+    """One input of an autotune selection as inductor saw it: sizes and strides (None where
+    symbolic or not yet decided) and dtype."""
+
+    size: tuple[int | None, ...]
+    stride: tuple[int | None, ...] | None
+    dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
 class SelectionEvent:
     """`source` is "template_configs" (one get_template_configs call) or "autotune" (every choice
     that reached autotune_select_algorithm, templates added outside get_template_configs too)."""
@@ -54,6 +64,11 @@ class SelectionEvent:
     op_name: str
     choices: tuple[ChoiceRecord, ...]
     gate: Gate | None = None
+    graph: int = 0  # which graph of the compile (a later call may recompile)
+    operands: tuple[Operand, ...] = ()  # autotune selections: the inputs of the op
+    out_dtype: str = ""  # autotune selections: the result's dtype
+    device: str = ""  # autotune selections: the device type of the result
+    failed: tuple[tuple[int, str], ...] = ()  # (choice index, "precompile" or "benchmark") inductor dropped
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +92,17 @@ class Failure:
     type: str
     message: str
     frame: str  # innermost torch/_inductor frame, "file:function", or "" when none
-    config_limit: bool = False  # inductor said no backend can serve the shape (NoValidChoicesError)
+    no_valid_choices: str = ""  # NoValidChoicesError: "no-choices", "all-failed-to-compile" or "all-failed-to-run"
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMeta:
+    """How an output tensor sits in memory, read on its device before any copy."""
+
+    stride: tuple[int, ...]
+    offset: int
+    is_view: bool  # a view of another tensor: inductor promises only its stride order
+    aliases: tuple[str, ...] = ()  # the other outputs ("out1") and inputs ("in0") sharing its storage
 
 
 @dataclasses.dataclass
@@ -88,9 +113,11 @@ class OutputCheck:
     eager: Any
     compiled: Any
     reference: Any  # float64
-    bound: Any  # float64: error a correct low-precision result may carry (before the final rounding)
-    exact: bool  # integer inputs whose every partial sum is exact: compare bit for bit
+    bound: Any  # float64: the error a correct kernel's output may carry, every rounding included
+    exact: bool  # every rounded quantity is representable: a correct kernel is bit-exact
     choice: ChoiceRecord | None = None  # set for single-choice compiles
+    eager_meta: TensorMeta | None = None
+    compiled_meta: TensorMeta | None = None
 
 
 @dataclasses.dataclass

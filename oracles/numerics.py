@@ -1,74 +1,36 @@
-"""Numerics oracle: every compiled output has eager's shape, dtype and strides, and its values are
-bit-exact where the case is provably exact, else within a bound derived from float64."""
+"""Numerics oracle: every compiled output has eager's shape, dtype, strides (the stride order for
+views) and aliasing, NaN and inf exactly where the float64 reference has them, and values that are
+bit-exact where a correct kernel is exact, else within the bound of oracles/error_model.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from oracles.model import CRASH, WRONG_RESULT, Observation, OutputCheck, Violation
-
-UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
-ACCUMULATE_U = 2.0**-24  # ATen (cuBLAS, oneDNN), Triton and CPP templates accumulate in float32
-TF32_U = 2.0**-11
+from oracles.model import CRASH, WRONG_RESULT, Observation, OutputCheck, TensorMeta, Violation
 
 
-def underflow(dtype: torch.dtype) -> float:
-    """Absolute error of rounding into the subnormal range: half the smallest subnormal."""
-    if not dtype.is_floating_point:
-        return 0.0
-    info = torch.finfo(dtype)
-    return float(info.smallest_normal * info.eps / 2)
+def _judged(check: OutputCheck) -> tuple[torch.Tensor, torch.Tensor]:
+    """(elements judged against the bound, elements whose value may legitimately overflow)."""
+    ref, bound = check.reference, check.bound
+    if not check.compiled.dtype.is_floating_point:
+        return torch.ones_like(ref, dtype=torch.bool), torch.zeros_like(ref, dtype=torch.bool)
+    overflow = torch.isfinite(ref) & (ref.abs() + bound > torch.finfo(check.compiled.dtype).max)
+    return torch.isfinite(ref) & ~overflow, overflow
 
 
-def op_bound(reduction: int, dtype: torch.dtype, tf32: bool) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """Error bound of one mm-family result (value, magnitude = sum |terms|): float32 accumulation
-    over K terms, TF32 input rounding, rounding to `dtype`, and for fp16/bf16 split-K partial sums
-    rounded to the dtype. Integer results are exact."""
-    if not dtype.is_floating_point:
-        return lambda value, mag: torch.zeros_like(mag)
-    u_out, eta = UNIT_ROUNDOFF.get(dtype, 2.0**-8), underflow(dtype)
-
-    def bound(value: torch.Tensor, mag: torch.Tensor) -> torch.Tensor:
-        b = (reduction + 2) * ACCUMULATE_U * mag + u_out * value.abs() + eta
-        if tf32 and dtype == torch.float32:
-            b = b + 2 * TF32_U * mag
-        if dtype in (torch.float16, torch.bfloat16):
-            b = b + 2 * u_out * mag
-        return b
-
-    return bound
-
-
-EAGER_SLACK_CAP = 16.0
-
-
-def tolerance(check: OutputCheck) -> torch.Tensor:
-    """Twice (the propagated bound + the final rounding to the output dtype, subnormals included). Eager's own error
-    (reduced-precision library paths) widens it, by at most 16x, so a broken eager hides nothing."""
-    dtype = check.compiled.dtype
-    u_final = UNIT_ROUNDOFF.get(dtype, 0.0 if not dtype.is_floating_point else 2.0**-8)
-    bound = 2 * (check.bound + u_final * check.reference.abs() + underflow(dtype))
-    eager_error = torch.nan_to_num((check.eager.double() - check.reference).abs(), nan=0.0, posinf=0.0)
-    return torch.maximum(bound, torch.minimum(2 * eager_error, EAGER_SLACK_CAP * bound))
-
-
-def _comparable(check: OutputCheck) -> torch.Tensor:
-    """Elements where eager is finite and the reference fits the dtype (overflow is not judged)."""
-    if not check.eager.dtype.is_floating_point:
-        return torch.ones_like(check.reference, dtype=torch.bool)
-    limit = torch.finfo(check.eager.dtype).max / 2
-    return torch.isfinite(check.eager) & (check.reference.abs() <= limit)
+def _ratio(got: torch.Tensor, check: OutputCheck) -> torch.Tensor:
+    """|got - reference| / bound on the judged elements (0 elsewhere, inf for a non-finite value)."""
+    judged, _ = _judged(check)
+    err = (got.double() - check.reference).abs()
+    ratio = torch.where(judged, err / check.bound.clamp_min(1e-300), torch.zeros_like(err))
+    return torch.nan_to_num(ratio, nan=float("inf"))
 
 
 def check_ratio(check: OutputCheck) -> float:
-    """max |compiled - reference| / tolerance (inf for NaN): how close the output came to failing."""
-    if check.compiled.shape != check.eager.shape or check.eager.numel() == 0:
+    """The worst |compiled - reference| / bound: how close the output came to failing."""
+    if check.compiled.shape != check.reference.shape or check.reference.numel() == 0:
         return 0.0
-    err = (check.compiled.double() - check.reference).abs()
-    ratio = torch.where(_comparable(check), err / tolerance(check).clamp_min(1e-300), torch.zeros_like(err))
-    return float(torch.nan_to_num(ratio, nan=float("inf")).max())
+    return float(_ratio(check.compiled, check).max())
 
 
 def error_ratio(obs: Observation) -> float:
@@ -76,16 +38,16 @@ def error_ratio(obs: Observation) -> float:
     return max((check_ratio(c) for c in obs.results), default=0.0)
 
 
-def _strides_that_matter(t: torch.Tensor) -> tuple[int, ...]:
-    """Strides of the dimensions longer than 1 (a size-1 dimension's stride is never used)."""
-    return tuple(s for d, s in zip(t.shape, t.stride()) if d > 1)
+def stride_order(meta: TensorMeta, shape: tuple[int, ...]) -> list[int]:
+    """The dims longer than 1, innermost (smallest stride) first."""
+    dims = [d for d, n in enumerate(shape) if n > 1]
+    return sorted(dims, key=lambda d: (meta.stride[d], -d))
 
 
 def check(obs: Observation) -> list[Violation]:
     out = [v for c in obs.results for v in _check_output(obs.case.op, c)]
     for choice, failure in obs.choice_failures:
-        if not failure.config_limit:
-            out.append(Violation("numerics", CRASH, f"choice-crash:{obs.case.op}@{choice.family}:{failure.type}",
+        out.append(Violation("numerics", CRASH, f"choice-crash:{obs.case.op}@{choice.family}:{failure.type}",
                                  f"{obs.case.op}: compiling with only {choice.template} [{choice.description}] "
                                  f"raised {failure.type}: {failure.message}"))
     return out
@@ -99,24 +61,70 @@ def _check_output(op: str, c: OutputCheck) -> list[Violation]:
     if got.shape != want.shape or got.dtype != want.dtype:
         return [Violation("numerics", WRONG_RESULT, f"output-meta:{op}{where}",
                           f"{what}: compiled {tuple(got.shape)} {got.dtype}, eager {tuple(want.shape)} {want.dtype}")]
-    out = []
-    if got.numel() and _strides_that_matter(got) != _strides_that_matter(want):
-        out.append(Violation("numerics", WRONG_RESULT, f"output-strides:{op}{where}",
-                             f"{what}: compiled strides {got.stride()}, eager {want.stride()}"))
+    out = _layout_violations(op, where, what, tuple(want.shape), c.eager_meta, c.compiled_meta)
     if got.numel() == 0:
         return out
     if c.exact:  # judged against the exact result alone: eager has its own bugs (see README)
         if not torch.equal(got.double(), c.reference):
             wrong = int((got.double() != c.reference).sum())
             out.append(Violation("numerics", WRONG_RESULT, f"exact-mismatch:{op}:{dtype}{where}",
-                                 f"{what} {dtype}: exact-integer case, {wrong} element(s) differ from the exact "
+                                 f"{what} {dtype}: exact case, {wrong} element(s) differ from the exact "
                                  f"result (max error {(got.double() - c.reference).abs().max().item():.6g})"))
         return out
-    ratio = check_ratio(c)
-    if not ratio <= 1.0:
-        err = (got.double() - c.reference).abs()
-        bad = int((~(err <= tolerance(c)) & _comparable(c)).sum())
+    out += _nonfinite_violations(op, dtype, where, what, c)
+    ratios = torch.where(torch.isfinite(got), _ratio(got, c), torch.zeros_like(c.reference))  # NaN/inf: above
+    ratio = float(ratios.max())
+    if ratio > 1.0:
+        judged, _ = _judged(c)
+        bad = int((ratios > 1.0).sum())
+        eager = float(_ratio(want, c).max())
         out.append(Violation("numerics", WRONG_RESULT, f"tolerance:{op}:{dtype}{where}",
-                             f"{what} {dtype}: {bad} element(s) exceed the float64-derived bound "
-                             f"(worst error/bound {ratio:.3g})"))
+                             f"{what} {dtype}: {bad} of {int(judged.sum())} element(s) exceed the error bound "
+                             f"of a correct kernel (worst error/bound {ratio:.3g}; eager's {eager:.3g})"))
+    return out
+
+
+def _nonfinite_violations(op: str, dtype: str, where: str, what: str, c: OutputCheck) -> list[Violation]:
+    """NaN exactly where the reference is NaN, the same infinity where it is infinite, and a finite
+    value elsewhere (an infinity of the reference's sign is allowed where the value may overflow)."""
+    got, ref = c.compiled.double(), c.reference
+    judged, overflow = _judged(c)
+    nan_wrong = torch.isnan(got) != torch.isnan(ref)
+    inf_wrong = torch.isinf(ref) & (got != ref)
+    overflow_wrong = overflow & torch.isinf(got) & (torch.sign(got) != torch.sign(ref))
+    finite_wrong = judged & ~torch.isfinite(got) & ~torch.isnan(got)  # NaN there is already counted
+    wrong = nan_wrong | inf_wrong | overflow_wrong | finite_wrong
+    if not bool(wrong.any()):
+        return []
+    eager = c.eager.double()
+    eager_wrong = int(((torch.isnan(eager) != torch.isnan(ref)) | (torch.isinf(ref) & (eager != ref))).sum())
+    return [Violation("numerics", WRONG_RESULT, f"nonfinite:{op}:{dtype}{where}",
+                      f"{what} {dtype}: {int(wrong.sum())} element(s) have NaN/inf where the float64 reference "
+                      f"has not, or miss the reference's ({int(torch.isnan(ref).sum())} NaN, "
+                      f"{int(torch.isinf(ref).sum())} inf expected; eager differs in {eager_wrong})")]
+
+
+def _layout_violations(op: str, where: str, what: str, shape: tuple[int, ...], eager: TensorMeta | None,
+                       compiled: TensorMeta | None) -> list[Violation]:
+    """Exact strides (dims longer than 1) and offset for a fresh tensor; the stride order for a
+    view (all inductor promises, see graph.py); the same aliasing as eager."""
+    if eager is None or compiled is None:
+        return []
+    out = []
+    if 0 in shape:
+        pass  # an empty tensor has no layout to get wrong
+    elif eager.is_view:
+        if stride_order(compiled, shape) != stride_order(eager, shape):
+            out.append(Violation("numerics", WRONG_RESULT, f"output-stride-order:{op}{where}",
+                                 f"{what}: a view output with strides {compiled.stride}, whose order differs from "
+                                 f"eager's {eager.stride}"))
+    elif [s for s, n in zip(compiled.stride, shape) if n > 1] != [s for s, n in zip(eager.stride, shape) if n > 1] \
+            or compiled.offset != eager.offset:
+        out.append(Violation("numerics", WRONG_RESULT, f"output-strides:{op}{where}",
+                             f"{what}: compiled strides {compiled.stride} offset {compiled.offset}, eager "
+                             f"{eager.stride} offset {eager.offset}"))
+    if sorted(compiled.aliases) != sorted(eager.aliases):
+        out.append(Violation("numerics", WRONG_RESULT, f"output-aliasing:{op}{where}",
+                             f"{what}: shares storage with {sorted(compiled.aliases) or 'nothing'} compiled, "
+                             f"with {sorted(eager.aliases) or 'nothing'} in eager"))
     return out

@@ -10,7 +10,9 @@ differences are handled here; a missing hook raises ObserverUnavailable with one
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import math
 import json
 import os
 import subprocess
@@ -21,7 +23,7 @@ from typing import Any
 
 import torch
 
-from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, SelectionEvent
+from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, Operand, SelectionEvent
 
 MM_FAMILY_TARGETS = frozenset({
     "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten._int_mm", "aten._scaled_mm",
@@ -38,9 +40,8 @@ LOWERING_SKIPPING_CACHES = {
 """Caches that let a compile skip lowering (and so record nothing); code caches stay on."""
 
 
-CONFIG_LIMITS = ("NoValidChoicesError", "ConstraintViolationError")
-"""Errors that mean the case asked for something its config cannot do (no backend serves the
-shape; a dim marked dynamic that the program pins to a constant), not an inductor bug."""
+NO_VALID_CHOICES = {"No choices exist": "no-choices", "All choices failed to compile": "all-failed-to-compile"}
+"""NoValidChoicesError's reasons (select_algorithm.py); a bare one means every benchmark failed."""
 
 
 class ObserverUnavailable(RuntimeError):
@@ -70,6 +71,7 @@ def check_hooks() -> None:
     _require(hasattr(choices.InductorChoices, "_need_to_fix_layout"), "InductorChoices._need_to_fix_layout")
     _require(hasattr(virtualized.V, "set_choices_handler"), "V.set_choices_handler")
     _require(hasattr(select_algorithm, "add_preprocessing_fn"), "select_algorithm.add_preprocessing_fn")
+    _require(hasattr(select_algorithm, "add_feedback_saver"), "select_algorithm.add_feedback_saver")
     _require(hasattr(select_algorithm.ExternKernelChoice, "src_hash")
              or "src_hash" in select_algorithm.ExternKernelChoice.__init__.__code__.co_names,
              "ExternKernelChoice.src_hash")
@@ -119,6 +121,7 @@ def _post_grad_probe(rec: "Recording") -> Any:
 
     class PostGradProbe(CustomGraphPass):
         def __call__(self, graph: torch.fx.Graph) -> None:
+            rec.graphs += 1
             rec.post_grad_targets = [
                 name for node in graph.nodes if node.op == "call_function"
                 if (name := str(getattr(node.target, "_overloadpacket", node.target))) in MM_FAMILY_TARGETS]
@@ -130,12 +133,49 @@ def _post_grad_probe(rec: "Recording") -> Any:
 
 
 class Recording:
-    """Events from one compile; `post_grad_targets` stays None if post-grad passes never ran."""
+    """Events from one compile; `post_grad_targets` stays None if post-grad passes never ran.
+    `graphs` counts the graphs inductor lowered (a later call may recompile)."""
 
     def __init__(self) -> None:
         self.selections: list[SelectionEvent] = []
         self.post_grad_targets: list[str] | None = None
         self.lowered: list[LoweredNode] = []
+        self.graphs = 0
+        self.offered: list[list[int]] = []  # ids of the choices each autotune selection offered
+
+    def note_failures(self, timings: dict[Any, float], survivors: list[Any]) -> None:
+        """Mark, in the autotune selection these benchmark timings belong to, the choices inductor
+        dropped (failed to precompile) or benchmarked as inf (failed to run)."""
+        alive = {id(c) for c in survivors}
+        times = {id(c): t for c, t in timings.items()}
+        autotune = [i for i, e in enumerate(self.selections) if e.source == "autotune"]
+        for ordinal in reversed(range(len(self.offered))):
+            offered = self.offered[ordinal]
+            if alive <= set(offered):
+                failed = [(i, "precompile") for i, c in enumerate(offered) if c not in alive]
+                failed += [(i, "benchmark") for i, c in enumerate(offered) if not math.isfinite(times.get(c, 0.0))]
+                event = self.selections[autotune[ordinal]]
+                self.selections[autotune[ordinal]] = dataclasses.replace(event, failed=tuple(sorted(failed)))
+                return
+
+    def autotune_ordinal(self) -> int:
+        """How many autotune selections the graph being lowered has made so far."""
+        return sum(e.source == "autotune" and e.graph == self.graphs - 1 for e in self.selections)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeepChoice:
+    """Leave the `ordinal`-th autotune selection of every graph with one choice: `choice` itself,
+    else (a recompiled graph offering other configs) the first choice of the same template, else all."""
+
+    ordinal: int
+    choice: ChoiceRecord
+
+    def apply(self, offered: list[Any], records: list[ChoiceRecord]) -> list[Any]:
+        same = [c for c, r in zip(offered, records) if (r.template, r.description) ==
+                (self.choice.template, self.choice.description)]
+        family = [c for c, r in zip(offered, records) if r.template == self.choice.template]
+        return (same or family)[:1] or offered
 
 
 @contextlib.contextmanager
@@ -170,9 +210,9 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def record_selections(device_type: str, keep: tuple[int, int] | None = None) -> Iterator[Recording]:
-    """Record every template-selection call made while the body compiles. With `keep=(s, i)`,
-    the s-th autotune selection is left with only its i-th choice (a single-choice compile)."""
+def record_selections(device_type: str, keep: KeepChoice | None = None) -> Iterator[Recording]:
+    """Record every template-selection call made while the body compiles. With `keep`, one
+    selection of each graph is left with a single choice (a single-choice compile)."""
     check_hooks()
     from torch._inductor import config, select_algorithm
     from torch._inductor.virtualized import V
@@ -184,25 +224,54 @@ def record_selections(device_type: str, keep: tuple[int, int] | None = None) -> 
             gate = gate_now(device_type)
             out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
             rec.selections.append(SelectionEvent("template_configs", op_name,
-                                                 tuple(record_choice(c) for c in out), gate))
+                                                 tuple(record_choice(c) for c in out), gate, rec.graphs - 1))
             return out
 
     def before_autotune(choices: list[Any]) -> list[Any]:
         caller = sys._getframe(1).f_locals  # AlgorithmSelectorCache.__call__(self, name, choices, ...)
-        ordinal = sum(e.source == "autotune" for e in rec.selections)
-        rec.selections.append(SelectionEvent("autotune", str(caller.get("name", "?")),
-                                             tuple(record_choice(c) for c in choices)))
-        if keep is not None and keep[0] == ordinal:
-            return [choices[keep[1]]]
+        ordinal = rec.autotune_ordinal()
+        records = [record_choice(c) for c in choices]
+        layout = caller.get("layout")
+        rec.offered.append([id(c) for c in choices])
+        rec.selections.append(SelectionEvent(
+            "autotune", str(caller.get("name", "?")), tuple(records), gate_now(device_type), rec.graphs - 1,
+            operands=tuple(_operand(n) for n in caller.get("input_nodes") or ()),
+            out_dtype=str(getattr(layout, "dtype", "")).removeprefix("torch."),
+            device=str(getattr(getattr(layout, "device", None), "type", device_type))))
+        if keep is not None and keep.ordinal == ordinal:
+            return keep.apply(choices, records)
         return choices
 
+    def after_benchmark(timings: dict[Any, float], name: str, input_nodes: Any, choices: list[Any],
+                        *_: Any) -> None:
+        rec.note_failures(timings, choices)
+
     select_algorithm.add_preprocessing_fn(before_autotune)
+    select_algorithm.add_feedback_saver(after_benchmark)
     try:
         with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), config.patch(
                 post_grad_custom_post_pass=_post_grad_probe(rec)):
             yield rec
     finally:
         select_algorithm.clear_preprocessing_fns()
+        select_algorithm.clear_feedback_savers()
+
+
+def _static(values: Any) -> tuple[int | None, ...]:
+    out = []
+    for v in values:
+        try:
+            out.append(int(v))
+        except (TypeError, ValueError):  # a symbolic size
+            out.append(None)
+    return tuple(out)
+
+
+def _operand(node: Any) -> Operand:
+    """What a template's eligibility depends on, read off one input IR node."""
+    stride = node.maybe_get_stride() if hasattr(node, "maybe_get_stride") else None
+    return Operand(_static(node.get_size()), None if stride is None else _static(stride),
+                   str(node.get_dtype()).removeprefix("torch."))
 
 
 _CATALOGUE_SCRIPT = r"""
@@ -257,11 +326,12 @@ def describe_failure(exc: BaseException) -> Failure:
     while seen is not None and seen not in chain:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    config_limit = any(name in type(e).__name__ or name in str(e) for e in chain for name in CONFIG_LIMITS)
+    no_choices = next((next((kind for text, kind in NO_VALID_CHOICES.items() if text in str(e)), "all-failed-to-run")
+                       for e in chain if type(e).__name__ == "NoValidChoicesError"), "")
     frames = [fs for e in chain for fs in traceback.extract_tb(e.__traceback__)]
     paths = [(fs.filename.replace(os.sep, "/"), fs.name) for fs in frames]
     frame = next((f"{p.split('torch/_inductor/')[-1]}:{n}" for p, n in reversed(paths) if "torch/_inductor/" in p),
                  next((f"{p.split('torch/')[-1]}:{n}" for p, n in reversed(paths) if "/torch/" in p), ""))
     lines = [line.strip() for e in reversed(chain) for line in str(e).splitlines()]
     message = next((line for line in lines if line and not line.endswith(":")), "")[:300]
-    return Failure(type=type(chain[-1]).__name__, message=message, frame=frame, config_limit=config_limit)
+    return Failure(type=type(chain[-1]).__name__, message=message, frame=frame, no_valid_choices=no_choices)

@@ -1,10 +1,12 @@
 """Silence and crash oracles: a case must reach template selection (or be legitimately
 decomposed: before lowering, or by the lowering itself into pointwise/reduction IR), and a
-compile that fails where eager succeeds is a finding."""
+compile that fails where eager succeeds is a finding, unless a selection got no choice and no
+backend of the set could serve it (oracles/templates.py decides)."""
 
 from __future__ import annotations
 
 from oracles.model import CRASH, VACUOUS, Observation, Violation
+from oracles.templates import unservable
 
 TEMPLATE_CONFIG_OPS = ("mm", "addmm", "bmm", "baddbmm", "int_mm", "scaled_mm", "mm_plus_mm")
 """Selections that inductor gathers through get_template_configs on every supported version."""
@@ -38,7 +40,7 @@ def check_observed(obs: Observation) -> list[Violation]:
 
 def check_crash(obs: Observation) -> list[Violation]:
     failure = obs.compile_failure
-    if obs.eager_failure or failure is None or failure.config_limit:
+    if obs.eager_failure or failure is None or unservable(obs):
         return []
     return [Violation("crash", CRASH, f"crash:{failure.type}:{failure.frame or 'outside-inductor'}",
                       f"{obs.case.op}: eager ran, compiled raised {failure.type}: {failure.message}")]

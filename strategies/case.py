@@ -15,13 +15,16 @@ INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2, "baddbmm": 3, "matmul": 2, "mm_out
                "scaled_mm": 4, "mm_plus_mm": 4}
 OPS = tuple(INPUT_COUNT)
 """mm-family ops a Case may name (fuzz.programs defines what each computes)."""
+FLOAT_PRODUCT_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_plus_mm")
+"""Ops whose first two inputs are float operands of `x0 @ x1` (what the cat_mm steps multiply again)."""
 PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
 CONSUMERS = ("relu", "relu_", "gelu", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
-             "cat_rows", "cat_cols", "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input")
+             "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols", "sum_rows", "chain_mm", "view_row",
+             "return_twice", "mutate_input")
 """Steps applied to the op's result (fuzz.programs defines each)."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
-VALUE_MODES = ("exact_int", "normal", "large", "sparse")
+VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite")
 DEVICES = ("cpu", "cuda")
 
 
@@ -78,6 +81,8 @@ class Case:
     `frozen_weights`: every input but the first becomes a module parameter and the case compiles
     under `torch.no_grad()` with `freezing=True` (the path that gives CPU its CPP GEMM template).
     `tf32`: float32 matmuls may use TF32 (CUDA), in eager and compiled alike.
+    `reduced_precision`: cuBLAS may round fp16/bf16 split-K partial sums to the dtype
+    (`allow_{fp16,bf16}_reduced_precision_reduction`, CUDA); off, both flags are False.
     `dynamic`: compile with `dynamic=True` (symbolic sizes); `mark_dynamic`: (input, dim) pairs
     marked dynamic instead; `second_call`: inputs of a second call of the same compiled function.
     `consumers`: steps applied to the op's result. `every_choice`: besides the autotuned compile,
@@ -94,6 +99,7 @@ class Case:
     params: tuple[tuple[str, float], ...] = ()
     frozen_weights: bool = False
     tf32: bool = False
+    reduced_precision: bool = False
     dynamic: bool = False
     consumers: tuple[str, ...] = ()
     mark_dynamic: tuple[tuple[int, int], ...] = ()
@@ -155,6 +161,7 @@ class Case:
             "params": dict(self.params),
             "frozen_weights": self.frozen_weights,
             "tf32": self.tf32,
+            "reduced_precision": self.reduced_precision,
             "dynamic": self.dynamic,
             "consumers": list(self.consumers),
             "mark_dynamic": [list(p) for p in self.mark_dynamic],
@@ -184,6 +191,7 @@ class Case:
                             value_mode=str(data["value_mode"]), seed=int(data["seed"]),
                             params={str(k): float(v) for k, v in data["params"].items()},
                             frozen_weights=bool(data["frozen_weights"]), tf32=bool(data["tf32"]),
+                            reduced_precision=bool(data["reduced_precision"]),
                             dynamic=bool(data["dynamic"]), consumers=tuple(str(c) for c in data["consumers"]),
                             mark_dynamic=tuple((int(i), int(d)) for i, d in data["mark_dynamic"]),
                             second_call=tuple(TensorSpec.from_json(t) for t in data["second_call"]),
@@ -203,7 +211,8 @@ class Case:
 
 _REQUIRED = {"op", "inputs", "device", "config"}
 _DEFAULTS: dict[str, Any] = {
-    "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False, "dynamic": False,
+    "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False,
+    "reduced_precision": False, "dynamic": False,
     "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
     "shared_storage": []}
 """JSON fields a Case may omit (older findings stay loadable)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from strategies.case import CONSUMERS, Case, TensorSpec
+from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, Case, TensorSpec, contiguous_strides
 from strategies.configs import autotune_configs
 from strategies.layouts import STRIDE_KINDS, strided
 from strategies.shapes import dims, matmul_dims
@@ -19,7 +19,8 @@ DEVICE_OPS = {
     "cuda": ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "int_mm", "scaled_mm", "mm_plus_mm"),
 }
 OUTPUT_STEPS = ("return_twice", "mutate_input")
-LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS)
+CAT_MM_STEPS = ("cat_mm_rows", "cat_mm_cols")
+LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS)
 
 
 def default_device() -> str:
@@ -79,11 +80,17 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
 
 
 @st.composite
-def _consumers(draw: st.DrawFn, op: str) -> tuple[str, ...]:
-    """0-3 steps after the op; an output-adding step (return twice, mutate an input) comes last."""
+def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
+    """0-3 steps after the op: sometimes first a second product of the inputs concatenated with the
+    result (inductor may then write both into one buffer: the flexible-layout freedom), then up to
+    two more; an output-adding step (return twice, mutate an input) comes last."""
     steps = draw(st.lists(st.sampled_from(LAYOUT_STEPS), max_size=2))
+    if op in FLOAT_PRODUCT_OPS and draw(st.integers(0, 3)) == 0:
+        steps.insert(0, draw(st.sampled_from(CAT_MM_STEPS)))
     if op in ("int_mm", "scaled_mm", "mm_out_dtype"):
         steps = [s for s in steps if s not in ("gelu", "chain_mm", "relu_")]  # keep integer/fp8 ops simple
+    if value_mode == "nonfinite":  # gelu(-inf) and inf * 0 in y @ y.T have no one right answer
+        steps = [s for s in steps if s not in ("gelu", "chain_mm")]
     if draw(st.integers(0, 3)) == 0:
         steps.append(draw(st.sampled_from(OUTPUT_STEPS)))
     return tuple(steps)
@@ -95,12 +102,12 @@ SIZE_FAMILIES = ("M", "N", "K", "B")
 
 def _dim_roles(op: str, index: int, rank: int) -> tuple[str | None, ...]:
     """The size family (SIZE_FAMILIES) each dim of input `index` of `op` carries; None: a fixed
-    size (mm_plus_mm's second K, matmul's extra broadcast dim, scaled_mm's scales)."""
+    size (mm_plus_mm's second K, matmul's extra broadcast dim, a size-1 dim of a row-wise scale)."""
     if op in ("addmm", "baddbmm") and index == 2:  # the bias, right-aligned to ([B,] M, N)
         full: tuple[str | None, ...] = ("B", "M", "N") if op == "baddbmm" else ("M", "N")
         return full[len(full) - rank:]
-    if op == "scaled_mm" and index >= 2:
-        return (None,) * rank
+    if op == "scaled_mm" and index >= 2:  # scales: () tensor-wise, (M, 1) and (1, N) row-wise
+        return () if rank == 0 else (("M", None) if index == 2 else (None, "N"))
     pair = index % 2 if op == "mm_plus_mm" else index
     rows, cols = (("M", "K"), ("K", "N"))[pair]
     if op == "mm_plus_mm" and index >= 2:
@@ -116,14 +123,19 @@ def _family_dims(op: str, inputs: list[TensorSpec], family: str, size: int) -> l
 
 @st.composite
 def _resized(draw: st.DrawFn, op: str, inputs: list[TensorSpec], family: str, size: int, new: int,
-             kinds: tuple[str, ...]) -> tuple[TensorSpec, ...]:
-    """The inputs with every dim of `family` changed from `size` to `new` (fresh strides; a rank-1
-    bias keeps its stride, 0 or 1, which suits any size)."""
+             kinds: tuple[str, ...], frozen: bool) -> tuple[TensorSpec, ...]:
+    """The inputs with every dim of `family` changed from `size` to `new` (fresh strides of the
+    same kinds; scaled_mm keeps its required layouts; a rank-1 bias keeps its stride, 0 or 1,
+    which suits any size; frozen weights stay as they are: the compiled module holds them)."""
     hit = _family_dims(op, inputs, family, size)
     out = []
     for i, t in enumerate(inputs):
         shape = tuple(new if (i, d) in hit else n for d, n in enumerate(t.shape))
-        if len(t.shape) >= 2:
+        if frozen and i > 0:
+            out.append(t)
+        elif op == "scaled_mm" and i >= 1:  # B column-major, scales contiguous
+            out.append(TensorSpec(shape, (1, shape[0]) if i == 1 else contiguous_strides(shape), 0, t.dtype))
+        elif len(t.shape) >= 2:
             out.append(draw(strided(shape, t.dtype, kinds)))
         else:
             out.append(TensorSpec(shape, t.stride, t.offset, t.dtype))
@@ -132,21 +144,34 @@ def _resized(draw: st.DrawFn, op: str, inputs: list[TensorSpec], family: str, si
 
 @st.composite
 def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str, int], device: str,
-             kinds: tuple[str, ...]) -> tuple[bool, tuple[tuple[int, int], ...], tuple[TensorSpec, ...]]:
+             kinds: tuple[str, ...], frozen: bool, multiple: int,
+             min_m: int) -> tuple[bool, tuple[tuple[int, int], ...], tuple[TensorSpec, ...]]:
     """(dynamic=True, mark_dynamic pairs, second-call inputs): static, `dynamic=True`, or one size
-    family marked dynamic (every dim carrying it, so no other dim pins it to a constant); each but
-    static may call the compiled function again with that family resized."""
+    family marked dynamic (every dim carrying it, so no other dim pins it to a constant; with
+    frozen weights only a family the weights do not carry); each but static may call the compiled
+    function again with that family resized (N and K to a multiple of `multiple`, M to at least
+    `min_m`)."""
     mode = draw(st.sampled_from(("static", "static", "dynamic", "mark", "second_call")))
-    if mode == "static":
-        return False, (), ()
     carried = {role for i, t in enumerate(inputs) for role in _dim_roles(op, i, len(t.shape))}
-    family = draw(st.sampled_from([f for f in SIZE_FAMILIES if f in carried]))
+    choices = [f for f in (_weightless_families(op, inputs) if frozen else SIZE_FAMILIES) if f in carried]
+    if mode == "static" or not choices:
+        return False, (), ()
+    family = draw(st.sampled_from(choices))
     marks = tuple(_family_dims(op, inputs, family, sizes[family])) if mode == "mark" and sizes[family] > 1 else ()
     second: tuple[TensorSpec, ...] = ()
     if mode == "second_call" or draw(st.booleans()):
-        new = draw(dims(MAX_DIM[device] // 2 if family != "B" else 9).filter(lambda d: d != sizes[family]))
-        second = draw(_resized(op, inputs, family, sizes[family], new, kinds))
+        new = draw(dims(MAX_DIM[device] // 2 if family != "B" else 9, min_m if family == "M" else 1))
+        if family in ("N", "K"):
+            new = max(multiple, new - new % multiple)
+        if new != sizes[family]:
+            second = draw(_resized(op, inputs, family, sizes[family], new, kinds, frozen))
     return mode == "dynamic", marks, second
+
+
+def _weightless_families(op: str, inputs: list[TensorSpec]) -> tuple[str, ...]:
+    """Size families only the first input carries: with frozen weights only these can change."""
+    weights = {role for i, t in enumerate(inputs) if i > 0 for role in _dim_roles(op, i, len(t.shape))}
+    return tuple(f for f in _dim_roles(op, 0, len(inputs[0].shape)) if f is not None and f not in weights)
 
 
 @st.composite
@@ -164,27 +189,31 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         dtype = draw(st.sampled_from(FLOAT_DTYPES[device]))
     on_cuda_int = op == "int_mm" and device == "cuda"
     multiple = 16 if op == "scaled_mm" else (8 if on_cuda_int else 1)
+    min_m = 17 if on_cuda_int else 1
     m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple,
-                               min_m=17 if on_cuda_int else 1, allow_zero=op not in ("int_mm", "scaled_mm")))
+                               min_m=min_m, allow_zero=op not in ("int_mm", "scaled_mm")))
     batch = draw(dims(9))
-    consumers = draw(_consumers(op))
+    value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",)) \
+        + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
+    value_mode = draw(st.sampled_from(value_modes))
+    consumers = draw(_consumers(op, value_mode))
     kinds = STRIDE_KINDS if "mutate_input" not in consumers else ("contiguous", "transposed", "padded", "offset")
     if on_cuda_int:
         kinds = ("contiguous", "offset")
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
     frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and draw(st.booleans())
-    dynamic, marks, second = False, (), ()
-    if not frozen and op not in ("int_mm", "scaled_mm"):
-        dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds))
+    dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
+                                           frozen, multiple, min_m))
     shared: tuple[int, ...] = ()
-    if not frozen and op != "scaled_mm" and "mutate_input" not in consumers and draw(st.integers(0, 5)) == 0:
-        shared = tuple(draw(st.lists(st.sampled_from(range(len(inputs))), min_size=2, max_size=len(inputs),
-                                     unique=True)))
-    value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",))
+    sharable = range(1 if frozen else 0, len(inputs))  # frozen: weights may share one storage (fused weights)
+    if op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1 and draw(st.integers(0, 5)) == 0:
+        shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
+    half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=draw(autotune_configs(device)), params=params,
-        value_mode=draw(st.sampled_from(value_modes)), seed=draw(st.integers(0, 2**16)),
+        value_mode=value_mode, seed=draw(st.integers(0, 2**16)),
         frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and draw(st.booleans()),
+        reduced_precision=device == "cuda" and half and draw(st.integers(0, 3)) == 0,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
         every_choice=draw(st.integers(0, 3)) == 0, shared_storage=shared,
     )
@@ -222,4 +251,5 @@ def case_features(case: Case) -> set[str]:
     autotuned = case.config_dict.get("max_autotune") or case.config_dict.get("max_autotune_gemm")
     out |= set() if autotuned else {"no_max_autotune"}
     out |= {"tf32"} if case.tf32 else set()
+    out |= {"reduced_precision"} if case.reduced_precision else set()
     return out

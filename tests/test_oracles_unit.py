@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from oracles import layout, numerics, observed, src_hash
-from oracles.model import ChoiceRecord, Gate, Observation, OutputCheck, SelectionEvent
+from oracles.error_model import rounding
+from oracles.model import ChoiceRecord, Gate, Observation, OutputCheck, SelectionEvent, TensorMeta
 from strategies.case import Case, TensorSpec
 
 CASE = Case.make(op="mm", device="cuda", config={"max_autotune": True},
@@ -84,10 +85,16 @@ def test_triton_hash_must_not_change_between_compiles() -> None:
     assert sigs(src_hash.check(later)) == {"changed-between-compiles:triton::mm"}
 
 
-def _numeric_obs(compiled: torch.Tensor, exact: bool) -> Observation:
-    ref = torch.tensor([[3.0, -1.0], [0.5, 2.0]], dtype=torch.float64)
-    bound = numerics.op_bound(2, torch.float16, tf32=False)(ref, ref.abs() + 1)
-    return Observation(case=CASE, results=[OutputCheck("call0/out0", ref.half(), compiled, ref, bound, exact)])
+def _meta(t: torch.Tensor, is_view: bool = False, aliases: tuple[str, ...] = ()) -> TensorMeta:
+    return TensorMeta(tuple(t.stride()), t.storage_offset(), is_view, aliases)
+
+
+def _numeric_obs(compiled: torch.Tensor, exact: bool, ref: torch.Tensor | None = None) -> Observation:
+    ref = torch.tensor([[3.0, -1.0], [0.5, 2.0]], dtype=torch.float64) if ref is None else ref
+    bound = rounding(ref, torch.float16)  # a correct kernel: one rounding to float16
+    eager = ref.half()
+    return Observation(case=CASE, results=[OutputCheck("call0/out0", eager, compiled, ref, bound, exact, None,
+                                                       _meta(eager), _meta(compiled))])
 
 
 def test_numerics_exact_and_tolerance_modes() -> None:
@@ -96,20 +103,52 @@ def test_numerics_exact_and_tolerance_modes() -> None:
     off_by_ulp = good.clone()
     off_by_ulp[0, 0] = 3.0 + 2.0**-9  # the next float16 after 3
     assert sigs(numerics.check(_numeric_obs(off_by_ulp, exact=True))) == {"exact-mismatch:mm:float16"}
-    assert numerics.check(_numeric_obs(off_by_ulp, exact=False)) == []  # one ulp is within the bound
+    assert sigs(numerics.check(_numeric_obs(off_by_ulp, exact=False))) == {"tolerance:mm:float16"}  # 1 ulp > 1/2 ulp
+    half_ulp = torch.tensor([[3.0 + 2.0**-10, -1.0], [0.5, 2.0]], dtype=torch.float64)  # rounds to 3 or the next
+    assert numerics.check(_numeric_obs(off_by_ulp, exact=False, ref=half_ulp)) == []
+    assert numerics.check(_numeric_obs(good, exact=False, ref=half_ulp)) == []
     wrong = good.clone()
     wrong[1, 1] = 2.5
     assert sigs(numerics.check(_numeric_obs(wrong, exact=False))) == {"tolerance:mm:float16"}
     nan = good.clone()
     nan[0, 1] = float("nan")
-    assert sigs(numerics.check(_numeric_obs(nan, exact=False))) == {"tolerance:mm:float16"}
+    assert sigs(numerics.check(_numeric_obs(nan, exact=False))) == {"nonfinite:mm:float16"}
     assert numerics.error_ratio(_numeric_obs(nan, exact=False)) == float("inf")
 
 
-def test_numerics_checks_shape_dtype_and_strides() -> None:
+def test_nan_and_inf_must_sit_where_the_reference_has_them() -> None:
+    ref = torch.tensor([[float("nan"), float("inf")], [float("-inf"), 2.0]], dtype=torch.float64)
+    right = ref.half()
+    assert numerics.check(_numeric_obs(right, exact=False, ref=ref)) == []
+    for i, j, value in [(0, 0, 1.0), (0, 1, float("nan")), (1, 0, float("inf")), (1, 1, float("inf"))]:
+        wrong = right.clone()
+        wrong[i, j] = value
+        assert sigs(numerics.check(_numeric_obs(wrong, exact=False, ref=ref))) >= {"nonfinite:mm:float16"}, (i, j)
+
+
+def test_a_value_past_the_dtype_may_overflow_to_its_own_infinity_only() -> None:
+    ref = torch.tensor([[70000.0, -70000.0]], dtype=torch.float64)  # beyond float16's 65504
+    assert numerics.check(_numeric_obs(torch.tensor([[float("inf"), float("-inf")]]).half(), False, ref)) == []
+    wrong = torch.tensor([[float("-inf"), float("-inf")]]).half()
+    assert sigs(numerics.check(_numeric_obs(wrong, False, ref))) == {"nonfinite:mm:float16"}
+
+
+def test_numerics_checks_shape_dtype_strides_and_aliasing() -> None:
     good = torch.tensor([[3.0, -1.0], [0.5, 2.0]]).half()
     assert sigs(numerics.check(_numeric_obs(good.float(), exact=True))) == {"output-meta:mm"}
     assert sigs(numerics.check(_numeric_obs(good.t().contiguous().t(), exact=True))) == {"output-strides:mm"}
+    offset = _numeric_obs(good, exact=True)
+    offset.results[0].compiled_meta = TensorMeta((2, 1), 4, False)  # a fresh tensor at an offset
+    assert sigs(numerics.check(offset)) == {"output-strides:mm"}
+    view = _numeric_obs(good, exact=True)
+    view.results[0].eager_meta = TensorMeta((2, 1), 0, True)
+    view.results[0].compiled_meta = TensorMeta((4, 1), 2, False)  # a view: only the stride order is promised
+    assert numerics.check(view) == []
+    view.results[0].compiled_meta = TensorMeta((1, 2), 0, False)
+    assert sigs(numerics.check(view)) == {"output-stride-order:mm"}
+    alias = _numeric_obs(good, exact=True)
+    alias.results[0].eager_meta = TensorMeta((2, 1), 0, False, ("out1",))  # eager returns the same tensor twice
+    assert sigs(numerics.check(alias)) == {"output-aliasing:mm"}
 
 
 def test_single_choice_results_are_named_by_their_template() -> None:
@@ -129,11 +168,6 @@ def test_silence_is_a_failure_but_decomposition_is_not() -> None:
 
 def test_rounding_into_subnormals_is_within_the_bound_but_more_is_not() -> None:
     tiny = torch.tensor([[1e-6]], dtype=torch.float64)  # float16 subnormal range: spacing 2**-24
-    bound = numerics.op_bound(1, torch.float16, tf32=False)(tiny, tiny)
-
-    def obs(compiled: float) -> Observation:
-        got = torch.tensor([[compiled]], dtype=torch.float16)
-        return Observation(case=CASE, results=[OutputCheck("call0/out0", tiny.half(), got, tiny, bound, False)])
-
-    assert numerics.check(obs(1e-6 + 2.0**-25)) == []  # one rounding of a subnormal
-    assert sigs(numerics.check(obs(1e-6 + 8 * 2.0**-24))) == {"tolerance:mm:float16"}
+    assert numerics.check(_numeric_obs(torch.tensor([[1e-6]]).half(), False, tiny)) == []  # one rounding
+    assert sigs(numerics.check(_numeric_obs(torch.tensor([[1e-6 + 4 * 2.0**-24]]).half(), False, tiny))) \
+        == {"tolerance:mm:float16"}

@@ -1,0 +1,99 @@
+"""The rounding error a correct kernel may put into an mm-family result, per kernel.
+
+Every term is an absolute bound per output element, a float64 tensor, derived from the float64
+reference: `value` (the exact result of the dtype-rounded inputs), `mag` (sum |p_k| over the K
+products p_k) and `spread` (sqrt of sum s_k^2 over the prefix sums s_k = p_1 + ... + p_k). A correct
+kernel:
+- multiplies exactly or in float32 and accumulates in float32 (ATen/cuBLAS/oneDNN, Triton, CPP)
+  in an order that does not depend on the values: `ACCUMULATION_LAMBDA * u32 * (spread + mag)`.
+  Rounding errors d_j (|d_j| <= u32, independent, mean zero) weighted by the partial sums t_j
+  exceed lambda * u32 * sqrt(sum t_j^2) with probability below 2 exp(-lambda^2 / 2) (Azuma;
+  2e-14 for lambda = 8); `spread` is sum t_j^2 for the natural order (for same-sign products the
+  largest of any order, for random signs the same in distribution) and `mag` adds a floor for
+  orders whose partial sums happen to be larger, and for the products' own rounding;
+- rounds fp32 inputs to TF32 only where the case allows TF32 (CUDA): 2 * 2^-10 * mag (both operands
+  truncated to 10 mantissa bits, worst case);
+- rounds split-K partial sums to fp16/bf16 only for cuBLAS under
+  `allow_{fp16,bf16}_reduced_precision_reduction` (the case says whether it is on): 2 u_out mag;
+- rounds each quantity it may materialize in the output dtype once (the result; for addmm-style
+  ops also each term of the sum): u_out * |quantity|, plus half the smallest subnormal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+Tensor = torch.Tensor
+UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24, torch.float16: 2.0**-11,
+                 torch.bfloat16: 2.0**-8, torch.float8_e4m3fn: 2.0**-4, torch.float8_e5m2: 2.0**-3}
+ACCUMULATE_U = 2.0**-24  # every correct kernel accumulates in float32 (or wider)
+ACCUMULATION_LAMBDA = 8.0
+TF32_TRUNCATION = 2.0**-10  # one unit in the last place of TF32's 10-bit mantissa
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelModel:
+    """What a correct kernel computing the result may do beyond float32 accumulation."""
+
+    tf32: bool = False  # float32 operands may be rounded to TF32
+    half_partials: bool = False  # split-K partial sums may be rounded to the (fp16/bf16) output dtype
+
+    def widest(self, other: KernelModel) -> KernelModel:
+        """A model covering both kernels (an autotuned result may come from either)."""
+        return KernelModel(self.tf32 or other.tf32, self.half_partials or other.half_partials)
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """Relative rounding error of one rounding to `dtype` (0 for integers: exact)."""
+    return UNIT_ROUNDOFF.get(dtype, 0.0) if dtype.is_floating_point else 0.0
+
+
+def underflow(dtype: torch.dtype) -> float:
+    """Absolute error of rounding into the subnormal range: half the smallest subnormal."""
+    if not dtype.is_floating_point:
+        return 0.0
+    info = torch.finfo(dtype)
+    return float(info.smallest_normal * info.eps / 2)
+
+
+def accumulation(mag: Tensor, spread: Tensor, out_dtype: torch.dtype, model: KernelModel) -> Tensor:
+    """Error of forming a sum of products (magnitudes adding up to `mag`, prefix sums of
+    root-sum-square `spread`) before the final rounding to `out_dtype` (zero for integer results)."""
+    if not out_dtype.is_floating_point:
+        return torch.zeros_like(mag)
+    bound = ACCUMULATION_LAMBDA * ACCUMULATE_U * (spread + mag)
+    if model.tf32:
+        bound = bound + 2 * TF32_TRUNCATION * mag
+    if model.half_partials and out_dtype in (torch.float16, torch.bfloat16):
+        bound = bound + 2 * unit_roundoff(out_dtype) * mag
+    return bound
+
+
+PREFIX_CHUNK = 1 << 24
+"""Elements of the (rows, K, columns) product tensor formed at once."""
+
+
+def prefix_spread(a: Tensor, b: Tensor) -> Tensor:
+    """sqrt(sum_k s_k^2) for each element of `a @ b`, s_k the prefix sums of its products (float64,
+    broadcasting batch dims like matmul), computed in row chunks to bound memory."""
+    a, b = torch.broadcast_tensors(a[..., :, :, None], b[..., None, :, :])  # (..., M, K, N)
+    rows = max(1, PREFIX_CHUNK // max(1, a.shape[-2] * a.shape[-1]))
+    parts = [(a[..., i:i + rows, :, :] * b[..., i:i + rows, :, :]).cumsum(-2).square().sum(-2).sqrt()
+             for i in range(0, a.shape[-3], rows)]
+    return torch.cat(parts, -2) if parts else torch.zeros(a.shape[:-2] + a.shape[-1:], dtype=a.dtype, device=a.device)
+
+
+def rounding(quantity: Tensor, dtype: torch.dtype) -> Tensor:
+    """Error of rounding `quantity` to `dtype` once."""
+    return unit_roundoff(dtype) * quantity.abs() + underflow(dtype)
+
+
+def representable(values: Tensor, dtype: torch.dtype) -> bool:
+    """Every (finite) value survives a round trip through `dtype` unchanged."""
+    finite = values[torch.isfinite(values)]
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        return bool(((finite == finite.round()) & (finite.abs() <= info.max)).all())
+    return bool(torch.equal(finite.to(dtype).double(), finite))

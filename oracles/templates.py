@@ -1,0 +1,129 @@
+"""Template presence: where the backend set asks for a template backend and an autotune selection
+lies inside that template's documented eligibility, the selection must offer such a template,
+and inductor must not drop a choice after a failed compile or benchmark. The same table decides
+whether a selection that got no choice at all could have been served (else it is a config limit).
+
+The table is this module's own reading of inductor's lowerings (kernel/mm.py, kernel/bmm.py,
+kernel/mm_plus_mm.py, utils.py `use_triton_template` / `use_cpp_gemm_template` /
+`use_cpp_bmm_template`, template_heuristics/) on torch 2.11 and 2.13, which agree on everything
+below. It is conservative: outside it nothing is required, inside it a template must show up.
+"""
+
+from __future__ import annotations
+
+from oracles.model import CRASH, MISSED_OPTIMIZATION, ChoiceRecord, Observation, Operand, SelectionEvent, Violation
+
+HALF_AND_FLOAT = ("float16", "bfloat16", "float32")
+DECOMPOSE_K_THRESHOLD = 32  # config.triton.decompose_k_threshold, both versions
+TRITON_OUT_DTYPES = {"mm": HALF_AND_FLOAT, "addmm": HALF_AND_FLOAT, "bmm": HALF_AND_FLOAT, "baddbmm": HALF_AND_FLOAT,
+                     "int_mm": ("int32",), "scaled_mm": HALF_AND_FLOAT, "mm_plus_mm": HALF_AND_FLOAT}
+MATRICES = {"mm": (0, 1), "addmm": (1, 2), "bmm": (0, 1), "baddbmm": (1, 2), "int_mm": (0, 1), "scaled_mm": (0, 1),
+            "mm_plus_mm": (0, 1), "packed_linear": (0, 2)}
+"""Positions of (A, B) among a selection's inputs (addmm-style ops put the bias first;
+packed_linear, the frozen-weight linear on CPU, holds the weight as (N, K) at position 2)."""
+
+
+def _mnk(event: SelectionEvent) -> tuple[int | None, int | None, int | None] | None:
+    """(M, N, K) of the selection's product, None where symbolic; None for an op not in the table."""
+    if event.op_name not in MATRICES or len(event.operands) <= max(MATRICES[event.op_name]):
+        return None
+    a, b = (event.operands[i].size for i in MATRICES[event.op_name])
+    if len(a) < 2 or len(b) < 2:
+        return None
+    n = b[-2] if event.op_name == "packed_linear" else b[-1]
+    return a[-2], n, a[-1]
+
+
+def _positive(*sizes: int | None) -> bool:
+    return all(s is not None and s > 0 for s in sizes)
+
+
+def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, int | None]) -> bool:
+    m, n, k = mnk
+    if event.device != "cuda" or event.out_dtype not in TRITON_OUT_DTYPES.get(event.op_name, ()) \
+            or not _positive(m, n, k):
+        return False
+    assert m is not None and n is not None and k is not None
+    if event.op_name == "mm":  # a K this much larger than M and N leaves only decompose-k and ATen
+        return not (k >= 2 * DECOMPOSE_K_THRESHOLD * m and k >= 2 * DECOMPOSE_K_THRESHOLD * n)
+    if event.op_name == "scaled_mm":
+        return k > 16
+    if event.op_name == "mm_plus_mm":  # configs need BLOCK_K < K for both products
+        k2 = event.operands[2].size[-1] if len(event.operands) > 2 else None
+        return k > 16 and k2 is not None and k2 > 16
+    return True
+
+
+def _contiguous(operand: Operand) -> bool:
+    expected, acc = [], 1
+    for size in reversed(operand.size):
+        expected.insert(0, acc)
+        acc *= max(size or 1, 1)
+    return operand.stride is not None and all(s == e for s, e, d in zip(operand.stride, expected, operand.size) if d != 1)
+
+
+def _cpp_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, int | None]) -> bool:
+    m, n, k = mnk
+    if event.device != "cpu" or event.out_dtype not in HALF_AND_FLOAT or not _positive(m, n, k):
+        return False
+    a = event.operands[MATRICES[event.op_name][0]]
+    if event.op_name == "packed_linear":  # a frozen weight: the CPP GEMM template
+        return a.stride is not None and a.stride[-1] == 1
+    return event.op_name == "bmm" and _contiguous(a)
+
+
+def must_offer(event: SelectionEvent) -> tuple[str, ...]:
+    """The backends of the case's set that, by the table, must offer this selection a choice."""
+    gate = event.gate
+    if gate is None:
+        return ()
+    autotuned = gate.max_autotune or gate.max_autotune_gemm
+    out = ["ATEN"] if "ATEN" in gate.backends or not autotuned else []
+    mnk = _mnk(event)
+    if autotuned and mnk is not None:
+        if "TRITON" in gate.backends and _triton_must_offer(event, mnk):
+            out.append("TRITON")
+        if "CPP" in gate.backends and _cpp_must_offer(event, mnk):
+            out.append("CPP")
+    return tuple(out)
+
+
+def _offers(backend: str, choice: ChoiceRecord) -> bool:
+    if backend == "ATEN":
+        return choice.kind == "extern"
+    if backend == "TRITON":
+        return choice.template.startswith("triton::")
+    return choice.template_class == "CppTemplateCaller"
+
+
+def check(obs: Observation) -> list[Violation]:
+    out = []
+    for event in (e for e in obs.selections if e.source == "autotune"):
+        for backend in must_offer(event):
+            if event.choices and not any(_offers(backend, c) for c in event.choices):
+                out.append(Violation(
+                    "template_presence", MISSED_OPTIMIZATION, f"missing:{event.op_name}:{backend}",
+                    f"{event.op_name} ({_describe(event)}): the backend set asks for {backend} and the selection is "
+                    f"inside its eligibility, yet none of its {len(event.choices)} choice(s) is a {backend} choice"))
+        for index, stage in event.failed:
+            choice = event.choices[index]
+            out.append(Violation(
+                "template_presence", CRASH, f"dropped:{event.op_name}@{choice.family}:{stage}",
+                f"{event.op_name} ({_describe(event)}): inductor dropped {choice.template} [{choice.description}] "
+                f"after it failed to {'compile' if stage == 'precompile' else 'run'} while autotuning"))
+    return out
+
+
+def unservable(obs: Observation) -> bool:
+    """The compile failed because a selection got no choice at all, and no backend of the case's
+    set could have served it: a config limit, not a bug."""
+    failure = obs.compile_failure
+    if failure is None or failure.no_valid_choices != "no-choices":
+        return False
+    empty = [e for e in obs.selections if e.source == "autotune" and not e.choices]
+    return bool(empty) and not must_offer(empty[-1])
+
+
+def _describe(event: SelectionEvent) -> str:
+    sizes = " x ".join(str(list(o.size)) for o in event.operands)
+    return f"{sizes} -> {event.out_dtype}"
