@@ -299,7 +299,7 @@ class Driver:
 
 def _known_death(case_json: dict[str, Any], death: dict[str, str], env: dict[str, Any]) -> dict[str, str] | None:
     """The registered bug (name, tracking) that explains a worker's death on this case, if any."""
-    from fuzz.known_bugs import split_known
+    from fuzz.known_bugs import candidates
     from oracles.model import Violation
     from strategies.case import Case, CaseError
 
@@ -307,8 +307,8 @@ def _known_death(case_json: dict[str, Any], death: dict[str, str], env: dict[str
         case = Case.from_json(case_json)
     except CaseError:
         return None
-    _, known = split_known([Violation(**death)], case, str(env.get("torch", "")))
-    return {"name": known[0][1].name, "tracking": known[0][1].tracking} if known else None
+    [(_, bug)] = candidates([Violation(**death)], case, str(env.get("torch", "")))
+    return {"name": bug.name, "tracking": bug.tracking} if bug else None
 
 
 def sightings(case_json: dict[str, Any], outcome: Outcome, env: dict[str, Any],

@@ -52,10 +52,15 @@ def _precision(case: Case) -> Iterator[None]:
 def kernel_model(case: Case, choices: Sequence[ChoiceRecord]) -> KernelModel:
     """What the kernels among `choices` may do to the numbers (see oracles/error_model.py):
     TF32 where the case allows it on CUDA; fp16/bf16 split-K partial sums for cuBLAS (extern
-    choices) where the case allows reduced-precision reductions."""
+    choices) where the case allows reduced-precision reductions; truncating tensor-core
+    accumulation for CUDA matmuls of fp16/bf16/fp8 operands or under TF32."""
     cuda = case.device == "cuda"
     return KernelModel(tf32=cuda and case.tf32,
-                       half_partials=cuda and case.reduced_precision and any(c.kind == "extern" for c in choices))
+                       half_partials=cuda and case.reduced_precision and any(c.kind == "extern" for c in choices),
+                       tensor_cores=cuda and (case.tf32 or case.inputs[0].dtype in TENSOR_CORE_DTYPES))
+
+
+TENSOR_CORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def _calls(case: Case) -> list[Sequence[TensorSpec]]:
@@ -107,6 +112,7 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
         references = _References(case, wide)
         compiled, failure, rec = _compile_and_run(case, len(wide))
         obs.selections, obs.post_grad_targets, obs.lowered = rec.selections, rec.post_grad_targets, rec.lowered
+        obs.placements = rec.placements
         obs.compile_failure = failure
         if compiled is not None:
             obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))

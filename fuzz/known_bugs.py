@@ -1,8 +1,13 @@
-"""Known upstream bugs: which violations they explain, where they are tracked, which torch
-versions they affect.
+"""Known upstream bugs: the exact trigger of each, the violations it explains, where it is tracked
+and which torch versions it affects.
 
-A violation explained here does not fail CI, but every run still checks the case and reports
-that the bug still reproduces; an unexplained finding always fails."""
+A violation counts as known only if (1) its case lies in the bug's trigger region, (2) its
+signature (and, for crashes, its message) is one the bug produces, and (3) it disappears when
+the trigger is removed: FuzzSession re-runs the case once with `untrigger(case)` (e.g. the
+weight's offset zeroed, the CPP backend dropped) and anything still failing the same way is a
+new finding. Worker deaths (the `process` oracle) cannot be re-run in the dead worker and are
+matched by (1) and (2) alone. A known violation does not fail CI, but every run still checks the
+case and reports that the bug still reproduces."""
 
 from __future__ import annotations
 
@@ -11,105 +16,73 @@ import re
 from collections.abc import Callable
 
 from oracles.model import Violation
-from strategies.case import Case, TensorSpec
+from strategies.case import Case, TensorSpec, contiguous_strides
 
 
 @dataclasses.dataclass(frozen=True)
 class KnownBug:
     name: str
     oracles: tuple[str, ...]  # the oracles whose violations it explains
-    applies: Callable[[Case], bool]  # the region of cases the bug is known to affect
+    signatures: tuple[str, ...]  # regexes matching the whole signature of each violation it explains
+    applies: Callable[[Case], bool]  # the trigger: the region of cases the bug is known to affect
+    untrigger: Callable[[Case], Case]  # the same case without the trigger (outside the region)
     tracking: str  # upstream issue/PR, or the repro in this repo while it is not filed
     torch_versions: tuple[str, ...]  # version prefixes where its repro was seen failing, e.g. "2.13"
-    signatures: tuple[str, ...] = ()  # regexes matching the start of the signatures it explains (any if empty)
+    messages: tuple[str, ...] = ()  # regexes one of which the violation's message must contain (if any)
 
-    def explains(self, violation: Violation, case: Case, torch_version: str) -> bool:
+    def matches(self, violation: Violation, case: Case, torch_version: str) -> bool:
+        """Region, signature, message and version match (the re-run without the trigger is the
+        caller's: FuzzSession.evaluate)."""
         return (violation.oracle in self.oracles and self.applies(case)
-                and (not self.signatures or any(re.match(p, violation.signature) for p in self.signatures))
+                and any(re.fullmatch(p, violation.signature) for p in self.signatures)
+                and (not self.messages or any(re.search(p, violation.message) for p in self.messages))
                 and any(torch_version.startswith(p) for p in self.torch_versions))
 
 
 DEFAULT_BACKENDS = "ATEN,TRITON,CPP"  # inductor's max_autotune_gemm_backends default on both versions
+BATCHED_OPS = ("bmm", "baddbmm", "matmul")
+HALF = ("bfloat16", "float16")
+WRONG_VALUES = r"(exact-mismatch|tolerance|nonfinite)"  # the numerics signatures of a wrong value
 
 
 def _backends(case: Case) -> list[str]:
     return str(case.config_dict.get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
 
 
-BATCHED_OPS = ("bmm", "baddbmm", "matmul")
-CPP_COMPILE_ERROR = (r"crash:(CalledProcessError:cpp_builder\.py|CppCompileError:)",
-                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)")
-"""Signatures of generated C++ that does not compile: the whole compile, or the CPP choice alone."""
+def without_backend(backend: str) -> Callable[[Case], Case]:
+    """Untrigger: the same case with `backend` dropped from its GEMM backend set (ATEN if empty)."""
+    def drop(case: Case) -> Case:
+        kept = [b for b in _backends(case) if b != backend] or ["ATEN"]
+        return Case.make(**{**_fields(case), "config": {**case.config_dict, "max_autotune_gemm_backends": ",".join(kept)}})
+    return drop
+
+
+def _fields(case: Case) -> dict[str, object]:
+    return {f.name: getattr(case, f.name) for f in dataclasses.fields(case) if f.name not in ("config", "params")} \
+        | {"params": case.params_dict}
+
+
+def _replace(case: Case, **changes: object) -> Case:
+    return Case.make(**{**_fields(case), "config": case.config_dict, **changes})
+
+
+def _with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec]) -> Case:
+    """The case with input `index` changed, in the first call and (if any) the second."""
+    def apply(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(change(t) if i == index else t for i, t in enumerate(specs))
+    return _replace(case, inputs=apply(case.inputs), second_call=apply(case.second_call))
 
 
 def _frozen_cpp(case: Case) -> bool:
     return case.frozen_weights and "CPP" in _backends(case)
 
 
-def _frozen_cpp_weight_with_offset(case: Case) -> bool:
-    return _frozen_cpp(case) and any(t.offset for t in case.inputs[1:])
-
-
-def _addmm_scalar_bias(case: Case) -> bool:
-    return case.op == "addmm" and case.inputs[2].shape == ()
-
-
-def _frozen_cpp_empty_reduction(case: Case) -> bool:
-    return _frozen_cpp(case) and case.inputs[0].shape[-1] == 0
-
-
-def _frozen_cpp_no_columns(case: Case) -> bool:
-    return _frozen_cpp(case) and case.inputs[1].shape[-1] == 0
-
-
-def _frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
-    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm")
-            and case.inputs[0].dtype in dtypes)
-
-
-def _frozen_half_linear_empty_weight(case: Case) -> bool:
-    return _frozen_linear(case, ("bfloat16", "float16")) and 0 in case.inputs[1].shape
-
-
-def _frozen_float_linear_no_columns(case: Case) -> bool:
-    return _frozen_linear(case, ("float32",)) and case.inputs[1].shape[-1] == 0
-
-
 def _cpu_cpp_batched(case: Case) -> bool:
     return case.device == "cpu" and "CPP" in _backends(case) and case.op in BATCHED_OPS
 
 
-def _cpu_cpp_bmm_empty_dim(case: Case) -> bool:
-    a, b = case.inputs[0].shape, case.inputs[1].shape
-    return _cpu_cpp_batched(case) and 0 in (a[-2], a[-1], b[-1])
-
-
-def _cpu_cpp_bmm_epilogue_then_input_mutation(case: Case) -> bool:
-    return _cpu_cpp_batched(case) and "mutate_input" in case.consumers and len(case.consumers) > 1
-
-
-def _cpu_cpp_bmm_recompiled_for_batch_stride(case: Case) -> bool:
-    x = case.inputs[0]
-    return (_cpu_cpp_batched(case) and case.op != "baddbmm" and not case.dynamic and len(x.shape) == 3
-            and bool(case.second_call) and case.second_call[0].stride[0] != x.stride[0])
-
-
-def _cuda_triton_batched_no_rows_or_columns(case: Case) -> bool:
-    return (case.device == "cuda" and "TRITON" in _backends(case) and case.op in BATCHED_OPS
-            and 0 in (case.inputs[0].shape[-2], case.inputs[1].shape[-1]))
-
-
-def _view_of_batched_matvec(case: Case) -> bool:
-    return case.op in BATCHED_OPS and case.inputs[1].shape[-1] == 1 and "view_row" in case.consumers
-
-
-def _cpu_cpp_dynamic(case: Case) -> bool:
-    return case.device == "cpu" and "CPP" in _backends(case) and bool(case.second_call or case.dynamic or case.mark_dynamic)
-
-
-def _triton_small_m_half_addmm(case: Case) -> bool:
-    return (case.device == "cuda" and case.op == "addmm" and "TRITON" in _backends(case)
-            and case.inputs[0].dtype in ("float16", "bfloat16") and case.inputs[0].shape[0] <= 16)
+def _frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
+    return case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm") and case.inputs[0].dtype in dtypes
 
 
 def _short_leading_dimension(t: TensorSpec) -> bool:
@@ -123,148 +96,191 @@ def _short_leading_dimension(t: TensorSpec) -> bool:
     return s_row == 1 and s_col < rows
 
 
-def _cpu_int_mm_short_leading_dim(case: Case) -> bool:
+def _int_mm_short_leading_dim(case: Case) -> bool:
     return case.device == "cpu" and case.op == "int_mm" and any(
         _short_leading_dimension(t) for t in case.inputs + case.second_call if len(t.shape) == 2)
 
 
-def _cpu_half_baddbmm_zero_scalars(case: Case) -> bool:
-    params = case.params_dict
-    return (case.device == "cpu" and case.op == "baddbmm" and params.get("alpha") == 0.0
-            and case.inputs[0].dtype in ("bfloat16", "float16"))
+def _dense_int_mm_operands(case: Case) -> Case:
+    dense = tuple(TensorSpec(t.shape, contiguous_strides(t.shape), t.offset, t.dtype) for t in case.inputs)
+    second = tuple(TensorSpec(t.shape, contiguous_strides(t.shape), t.offset, t.dtype) for t in case.second_call)
+    return _replace(case, inputs=dense, second_call=second)
 
+
+TRITON_BLOCK_K_128 = "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16"
+
+
+def _triton_small_m_half_addmm(case: Case) -> bool:
+    """A small-M half addmm whose selection may offer the buggy config (not excluded by a regex)."""
+    return (case.device == "cuda" and case.op == "addmm" and "TRITON" in _backends(case)
+            and case.inputs[0].dtype in HALF and case.inputs[0].shape[0] <= 16
+            and "test_configs.autotune_choice_desc_regex" not in case.config_dict)
+
+
+def _without_triton_block_k_128(case: Case) -> Case:
+    return _replace(case, config={**case.config_dict,
+                                  "test_configs.autotune_choice_desc_regex": f"^(?!.*{TRITON_BLOCK_K_128})"})
+
+
+def _static(case: Case) -> Case:
+    return _replace(case, dynamic=False, mark_dynamic=(), second_call=())
+
+
+def _scalar_to_vector_bias(case: Case) -> Case:
+    return _with_input(case, 2, lambda t: TensorSpec((1,), (1,), 0, t.dtype))
+
+
+def _weight_at_offset_zero(case: Case) -> Case:
+    return _with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, 0, t.dtype))
+
+
+CPP_COMPILE_ERROR = (r"crash:(CalledProcessError:cpp_builder\.py:_run_compile_cmd|CppCompileError:.*)",
+                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)",
+                     r"dropped:\w+@CppTemplateCaller:(precompile|benchmark)")
+"""Generated C++ that does not compile: the whole compile fails, the CPP choice compiled alone
+fails, or autotuning drops the CPP choice (with ATen in the set)."""
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="aten-cpu-baddbmm-zero-alpha-uninitialized",
         oracles=("numerics",),
-        applies=_cpu_half_baddbmm_zero_scalars,
+        signatures=(rf"{WRONG_VALUES}:baddbmm:(bfloat16|float16)(@aten::baddbmm)?",),
+        applies=lambda c: (c.device == "cpu" and c.op == "baddbmm" and c.inputs[0].dtype in HALF
+                           and c.params_dict.get("alpha") == 0.0 and c.params_dict.get("beta") == 0.0),
+        untrigger=lambda c: _replace(c, params={**c.params_dict, "alpha": 1.0}),
         tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "
-                 "baddbmm with alpha=0 (and beta=0) leaves the output uninitialized; extern calls inherit it",
+                 "baddbmm with alpha=0 and beta=0 leaves the output uninitialized; extern calls inherit it",
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="aten-int-mm-expanded-operand",
         oracles=("numerics",),
-        applies=_cpu_int_mm_short_leading_dim,
-        tracking="repros/eager_int_mm_expanded_operand.py (not yet filed upstream): ATen's CPU _int_mm "
-                 "returns garbage when an operand's leading dimension is shorter than its rows (stride 0, "
-                 "a (1, K) view with stride (1, 1)); compiled code inherits it through the extern kernel",
+        signatures=(r"exact-mismatch:int_mm:int32(@aten::_int_mm)?",),
+        applies=_int_mm_short_leading_dim,
+        untrigger=_dense_int_mm_operands,
+        tracking="https://github.com/pytorch/pytorch/issues/195066 (fix PR open; repros/eager_int_mm_expanded_operand.py): "
+                 "ATen's CPU _int_mm returns garbage when an operand's leading dimension is shorter than its rows; "
+                 "compiled code inherits it through the extern kernel",
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="triton-mm-template-small-m-block-k-128",
         oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:addmm:(bfloat16|float16)(@triton::mm)?",),
+        messages=(r"^addmm call\d/out\d (bfloat16|float16)", rf"\[{TRITON_BLOCK_K_128}"),  # autotuned, or that config
         applies=_triton_small_m_half_addmm,
-        tracking="repros/triton_addmm_alpha_beta_m1.py (not yet filed upstream): the BLOCK_K=128, "
-                 "num_warps=1 config of triton::mm is wrong for fp16 addmm with M=1, K=177",
+        untrigger=_without_triton_block_k_128,
+        tracking="repros/triton_addmm_alpha_beta_m1.py (not yet filed upstream): the BLOCK_K=128, BLOCK_M=16, "
+                 "BLOCK_N=16 config of triton::mm is wrong for fp16 addmm with M=1, K=177",
         torch_versions=("2.11",),
     ),
     KnownBug(
         name="cpp-gemm-dynamic-recompile-crash",
         oracles=("crash",),
-        applies=_cpu_cpp_dynamic,
+        signatures=(r"crash:ModuleNotFoundError:select_algorithm\.py:\w+", r"crash:TypeError:select_algorithm\.py:\w+"),
+        messages=(r"No module named 'triton'", r"as_strided\(\): argument 'stride'"),
+        applies=lambda c: c.device == "cpu" and "CPP" in _backends(c) and bool(c.second_call or c.dynamic or c.mark_dynamic),
+        untrigger=_static,
         tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
                  "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
         torch_versions=("2.11", "2.13"),
-        signatures=("crash:ModuleNotFoundError:", "crash:TypeError:"),
     ),
     KnownBug(
         name="cpp-gemm-frozen-k0-crash",
         oracles=("crash",),
-        applies=_frozen_cpp_empty_reduction,
+        signatures=(r"crash:TypeError:codegen/cpp_gemm_template\.py:get_cache_blocking",),
+        messages=(r"Cannot convert complex to float",),
+        applies=lambda c: _frozen_cpp(c) and c.inputs[0].shape[-1] == 0,
+        untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_frozen_k0_crash.py (not yet filed upstream): get_cache_blocking "
                  "raises 'Cannot convert complex to float' for K == 0",
         torch_versions=("2.11", "2.13"),
-        signatures=("crash:TypeError:",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-n0-compile-error",
-        oracles=("crash", "numerics"),  # numerics: the CPP choice compiled alone (every_choice)
-        applies=_frozen_cpp_no_columns,
+        oracles=("crash", "numerics", "template_presence"),
+        signatures=CPP_COMPILE_ERROR,
+        messages=(r"division by zero", r"failed to (compile|run)"),
+        applies=lambda c: _frozen_cpp(c) and c.inputs[1].shape[-1] == 0,
+        untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_frozen_n0_compile_error.py (not yet filed upstream): the kernel's "
                  "constexpr Nt_blocks is 0 and num_Nt_blocks divides by it; the C++ does not compile",
         torch_versions=("2.11", "2.13"),
-        signatures=CPP_COMPILE_ERROR,
     ),
     KnownBug(
         name="freezing-half-linear-empty-weight-onednn",
         oracles=("crash",),
-        applies=_frozen_half_linear_empty_weight,
+        signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
+        messages=(r"could not create a primitive descriptor",),
+        applies=lambda c: _frozen_linear(c, HALF) and 0 in c.inputs[1].shape,
+        untrigger=lambda c: _replace(c, frozen_weights=False),
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
                  "bf16/fp16 weight with K == 0 or N == 0 for oneDNN's inner product, which cannot build it",
         torch_versions=("2.11", "2.13"),
-        signatures=(r"crash:RuntimeError:",),
     ),
     KnownBug(
         name="freezing-mkl-linear-n0-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        applies=_frozen_float_linear_no_columns,
+        signatures=(r"killed:SIGFPE:(mm|addmm)",),
+        applies=lambda c: _frozen_linear(c, ("float32",)) and c.inputs[1].shape[-1] == 0 and c.inputs[0].shape[0] > 128,
+        untrigger=lambda c: _replace(c, frozen_weights=False),
         tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
                  "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
         torch_versions=("2.13",),
-        signatures=(r"killed:SIGFPE:",),
     ),
     KnownBug(
         name="cpp-bmm-empty-dim-crash",
         oracles=("crash",),
-        applies=_cpu_cpp_bmm_empty_dim,
+        signatures=(r"crash:AssertionError:codegen/cpp_template_kernel\.py:\w+", r"crash:ZeroDivisionError:[\w/.]+:\w+"),
+        messages=(r"View\(", r"division by zero|modulo by zero"),
+        applies=lambda c: _cpu_cpp_batched(c) and 0 in (c.inputs[0].shape[-2], c.inputs[0].shape[-1], c.inputs[1].shape[-1]),
+        untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
                  "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError",
         torch_versions=("2.11", "2.13"),
-        signatures=(r"crash:(AssertionError|ZeroDivisionError):",),
     ),
     KnownBug(
         name="cpp-bmm-epilogue-input-mutation-crash",
         oracles=("crash",),
-        applies=_cpu_cpp_bmm_epilogue_then_input_mutation,
+        signatures=(r"crash:AssertionError:ir\.py:indexer",),
+        applies=lambda c: _cpu_cpp_batched(c) and "mutate_input" in c.consumers and len(c.consumers) > 1,
+        untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_epilogue_input_mutation_crash.py (not yet filed upstream): a CPP bmm "
                  "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
         torch_versions=("2.11", "2.13"),
-        signatures=(r"crash:AssertionError:ir\.py",),
     ),
     KnownBug(
         name="cpp-bmm-dynamic-batch-stride-compile-error",
-        oracles=("crash", "numerics"),  # numerics: the CPP choice compiled alone (every_choice)
-        applies=_cpu_cpp_bmm_recompiled_for_batch_stride,
+        oracles=("crash", "numerics", "template_presence"),
+        signatures=CPP_COMPILE_ERROR,
+        messages=(r"ks\d+. was not declared", r"failed to (compile|run)"),
+        applies=lambda c: (_cpu_cpp_batched(c) and c.op != "baddbmm" and not c.dynamic and len(c.inputs[0].shape) == 3
+                           and bool(c.second_call) and c.second_call[0].stride[0] != c.inputs[0].stride[0]),
+        untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
                  "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.11", "2.13"),
-        signatures=CPP_COMPILE_ERROR,
-    ),
-    KnownBug(
-        name="layout-gate-counts-failed-templates",
-        oracles=("layout_spec",),
-        applies=_cuda_triton_batched_no_rows_or_columns,
-        tracking="repros/layout_gate_counts_failed_templates.py (not yet filed upstream): _need_to_fix_layout "
-                 "counts Triton candidates that then fail to build, so the extern-only result stays fixed",
-        torch_versions=("2.11",),
-        signatures=(r"fixed-when-allowed:",),
-    ),
-    KnownBug(
-        name="matvec-view-output-strides",
-        oracles=("numerics",),
-        applies=_view_of_batched_matvec,
-        tracking="repros/matvec_view_output_strides.py (not yet filed upstream): a view of a batched "
-                 "matmul with N == 1 returned with the input's batch-inner strides, not eager's",
-        torch_versions=("2.11", "2.13"),
-        signatures=(r"output-strides:",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
         oracles=("crash",),
-        applies=_addmm_scalar_bias,
-        tracking="repros/addmm_scalar_bias_indexerror.py (not yet filed upstream): tuned_addmm reads "
-                 "inp.get_stride()[0] before checking the bias rank",
-        torch_versions=("2.13",),
         signatures=(r"crash:IndexError:kernel/mm\.py:tuned_addmm",),
+        messages=(r"list index out of range",),
+        applies=lambda c: c.op == "addmm" and c.inputs[2].shape == (),
+        untrigger=_scalar_to_vector_bias,
+        tracking="https://github.com/pytorch/pytorch/issues/197107 (fix PR open; repros/addmm_scalar_bias_indexerror.py): "
+                 "tuned_addmm reads inp.get_stride()[0] before checking the bias rank",
+        torch_versions=("2.13",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-weight-storage-offset",
         oracles=("numerics",),
-        applies=_frozen_cpp_weight_with_offset,
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm):\w+(@CppTemplateCaller)?",),
+        applies=lambda c: _frozen_cpp(c) and c.inputs[1].offset != 0,
+        untrigger=_weight_at_offset_zero,
         tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "
-                 "related: https://github.com/pytorch/pytorch/pull/159233)",
+                 "related: https://github.com/pytorch/pytorch/pull/159233): the CPP GEMM template reads a "
+                 "frozen weight from the start of its storage (with NaN there, the result is NaN)",
         torch_versions=("2.11", "2.13"),
     ),
 )
@@ -276,14 +292,8 @@ def process_killer(case: Case, torch_version: str, registry: tuple[KnownBug, ...
                  and any(torch_version.startswith(p) for p in b.torch_versions)), None)
 
 
-def split_known(violations: list[Violation], case: Case, torch_version: str,
-                registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> tuple[list[Violation], list[tuple[Violation, KnownBug]]]:
-    """(unexplained violations, explained ones with the bug that explains them)."""
-    new, known = [], []
-    for v in violations:
-        bug = next((b for b in registry if b.explains(v, case, torch_version)), None)
-        if bug is None:
-            new.append(v)
-        else:
-            known.append((v, bug))
-    return new, known
+def candidates(violations: list[Violation], case: Case, torch_version: str,
+               registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> list[tuple[Violation, KnownBug | None]]:
+    """Each violation with the registered bug whose region, signature and message it matches
+    (None: none does). A match still has to vanish without the trigger to count as known."""
+    return [(v, next((b for b in registry if b.matches(v, case, torch_version)), None)) for v in violations]

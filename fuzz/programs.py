@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from oracles.error_model import KernelModel, accumulation, prefix_spread, representable, rounding, unit_roundoff
+from oracles.error_model import (KernelModel, accumulation, prefixes, representable, rounding, row_prefixes,
+                                 unit_roundoff)
 from strategies.case import Case
 
 Tensor = torch.Tensor
@@ -83,7 +84,7 @@ class Reference:
         """`left @ right` (expressions over the inputs) as a kernel rounding to `dtype` computes it."""
         a, b = eval(left, self.env), eval(right, self.env)  # noqa: S307 - our own tables
         value, mag = a @ b, eval(left, self.abs_env) @ eval(right, self.abs_env)  # noqa: S307
-        bound = accumulation(mag, prefix_spread(a, b), dtype, self.model) + rounding(value, dtype)
+        bound = accumulation(mag, prefixes(a, b), dtype, self.model) + rounding(value, dtype)
         return Tracked(value, bound, mag, dtype, _exact_sum(a, b, mag, dtype, self.model) and representable(value, dtype))
 
 
@@ -108,8 +109,7 @@ def _gelu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
 
 def _sum(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     mag = (before.mag + before.bound).sum(dim=-1)
-    spread = before.value.cumsum(-1).square().sum(-1).sqrt()
-    bound = before.bound.sum(dim=-1) + accumulation(mag, spread, before.dtype, KernelModel()) \
+    bound = before.bound.sum(dim=-1) + accumulation(mag, row_prefixes(before.value), before.dtype, KernelModel()) \
         + rounding(after.value, before.dtype)
     grain = _grain(before.value)
     exact = before.exact and grain > 0 and _within(mag, grain, 2.0**24)
@@ -121,8 +121,8 @@ def _chain(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     b, y = before.bound, before.value.abs() + before.bound
     bt, yt = b.transpose(-1, -2), y.transpose(-1, -2)
     mag = y @ yt
-    spread = prefix_spread(before.value, before.value.transpose(-1, -2))
-    bound = b @ yt + y @ bt + accumulation(mag, spread, before.dtype, ref.model) + rounding(after.value, before.dtype)
+    product = prefixes(before.value, before.value.transpose(-1, -2))
+    bound = b @ yt + y @ bt + accumulation(mag, product, before.dtype, ref.model) + rounding(after.value, before.dtype)
     grain = _grain(before.value)
     exact = before.exact and grain > 0 and _within(mag, grain * grain, 2.0**24)
     return Tracked(after.value, bound, mag, before.dtype, exact and representable(after.value, before.dtype))
@@ -137,6 +137,14 @@ def _cat_mm(dim: int, left: str, right: str) -> Transfer:
     return transfer
 
 
+def _relu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    """relu moves no error, and makes -inf an exact 0 (whose bound is then 0, not inf)."""
+    clamped = torch.isneginf(before.value)
+    zero = torch.zeros_like(before.bound)
+    return Tracked(after.value, torch.where(clamped, zero, before.bound), torch.where(clamped, zero, before.mag),
+                   before.dtype, before.exact)
+
+
 def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     return dataclasses.replace(before, dtype=torch.float32)
 
@@ -144,8 +152,8 @@ def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
 CAT_MM_ROWS = ("x0[..., : (x0.shape[-2] + 1) // 2, :]", "x1")
 CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
 CONSUMERS: dict[str, Consumer] = {
-    "relu": Consumer("y = torch.relu(y)"),
-    "relu_": Consumer("y = y.relu_()"),  # in-place mutation of the result
+    "relu": Consumer("y = torch.relu(y)", _relu),
+    "relu_": Consumer("y = y.relu_()", _relu),  # in-place mutation of the result
     "gelu": Consumer("y = torch.nn.functional.gelu(y)", _gelu),
     "add": Consumer("y = y + y"),  # doubling is exact
     "to_float32": Consumer("y = y.float()", _to_float32),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from fuzz.harness import HashLedger, run_case
-from fuzz.known_bugs import KnownBug, split_known
+from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates
 from oracles import check_all
 from oracles.model import Observation, Violation
 from oracles.observe import template_catalogue
@@ -30,8 +31,9 @@ class Verdict:
 class FuzzSession:
     """State kept for the life of one worker process."""
 
-    def __init__(self) -> None:
+    def __init__(self, registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> None:
         self.ledger = HashLedger()
+        self.registry = registry
         self._catalogue: dict[str, dict[str, str | None]] | None = None
 
     @property
@@ -41,9 +43,41 @@ class FuzzSession:
             self._catalogue = template_catalogue()
         return self._catalogue
 
-    def evaluate(self, case: Case) -> Verdict:
+    def _observe(self, case: Case) -> tuple[Observation, list[Violation]]:
         obs = run_case(case, ledger=self.ledger)
         if any(is_triton(c.template) for c in obs.choices):
             obs.catalogue = self.catalogue
-        new, known = split_known(check_all(obs), case, obs.torch_version)
+        return obs, check_all(obs)
+
+    def evaluate(self, case: Case) -> Verdict:
+        """Run the case and every oracle; a violation a registered bug matches is known only if
+        it is gone when the case runs again without that bug's trigger."""
+        obs, violations = self._observe(case)
+        new, known = [], []
+        untriggered: dict[str, set[str] | None] = {}
+        for violation, bug in candidates(violations, case, obs.torch_version, self.registry):
+            if bug is not None and bug.name not in untriggered:
+                untriggered[bug.name] = self._signatures_without(bug, case)
+            remaining = untriggered[bug.name] if bug is not None else None
+            if remaining is None or failure_kind(violation.signature) in remaining:
+                new.append(violation)
+            else:
+                known.append((violation, bug))
         return Verdict(obs, new, known)
+
+    def _signatures_without(self, bug: KnownBug, case: Case) -> set[str] | None:
+        """The kinds of failure (failure_kind) the case shows with `bug`'s trigger removed, every
+        choice compiled alone too (whichever kernel wins autotuning); None when that variant does
+        not run (nothing can be confirmed)."""
+        variant = dataclasses.replace(bug.untrigger(case), every_choice=True)
+        obs, violations = self._observe(variant)
+        if obs.eager_failure is not None or unservable(obs):
+            return None
+        kinds = {failure_kind(v.signature) for v in violations}
+        return kinds | {k.split("@")[0] for k in kinds}  # an autotuned result may come from any choice
+
+
+def failure_kind(signature: str) -> str:
+    """A signature without what removing a trigger changes besides the bug: the value mode's way
+    of judging values (exact, bound, NaN)."""
+    return re.sub(r"^(exact-mismatch|tolerance|nonfinite):", "wrong-value:", signature)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from fuzz.harness import run_case
-from oracles.error_model import KernelModel, accumulation, prefix_spread
+from oracles.error_model import KernelModel, accumulation, prefixes
 from oracles.numerics import check_ratio
 from strategies.case import Case, TensorSpec, contiguous_strides
 
@@ -88,7 +88,8 @@ def stress(device: str) -> Iterator[tuple[str, str, str, int, float]]:
                     a, b = (t.to(getattr(torch, dtype)) for t in (a, b))
                     wa, wb = a.double(), b.double()
                     got = mm(a.to(device), b.to(device)).double().cpu()
-                    bound = accumulation(wa.abs() @ wb.abs(), prefix_spread(wa, wb), torch.float32, KernelModel())
+                    model = KernelModel(tensor_cores=device == "cuda" and dtype != "float32")
+                    bound = accumulation(wa.abs() @ wb.abs(), prefixes(wa, wb), torch.float32, model)
                     yield name, dtype, data, k, float(((got - wa @ wb).abs() / bound).max())
 
 

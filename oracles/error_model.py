@@ -11,6 +11,9 @@ kernel:
   2e-14 for lambda = 8); `spread` is sum t_j^2 for the natural order (for same-sign products the
   largest of any order, for random signs the same in distribution) and `mag` adds a floor for
   orders whose partial sums happen to be larger, and for the products' own rounding;
+- on NVIDIA tensor cores (fp16/bf16/fp8 operands, TF32) the accumulator truncates what it adds,
+  a bias that grows with every partial sum: `u32 * sum |s_k| / 2` (twice the worst measured on an
+  H200: same-sign fp16 data, K = 8192, `python -m fuzz.tightness --stress`);
 - rounds fp32 inputs to TF32 only where the case allows TF32 (CUDA): 2 * 2^-10 * mag (both operands
   truncated to 10 mantissa bits, worst case);
 - rounds split-K partial sums to fp16/bf16 only for cuBLAS under
@@ -39,10 +42,7 @@ class KernelModel:
 
     tf32: bool = False  # float32 operands may be rounded to TF32
     half_partials: bool = False  # split-K partial sums may be rounded to the (fp16/bf16) output dtype
-
-    def widest(self, other: KernelModel) -> KernelModel:
-        """A model covering both kernels (an autotuned result may come from either)."""
-        return KernelModel(self.tf32 or other.tf32, self.half_partials or other.half_partials)
+    tensor_cores: bool = False  # the accumulator may truncate (NVIDIA tensor cores)
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -58,12 +58,22 @@ def underflow(dtype: torch.dtype) -> float:
     return float(info.smallest_normal * info.eps / 2)
 
 
-def accumulation(mag: Tensor, spread: Tensor, out_dtype: torch.dtype, model: KernelModel) -> Tensor:
-    """Error of forming a sum of products (magnitudes adding up to `mag`, prefix sums of
-    root-sum-square `spread`) before the final rounding to `out_dtype` (zero for integer results)."""
+@dataclasses.dataclass
+class Prefixes:
+    """Per element of a sum of products: sqrt(sum s_k^2) and sum |s_k| over its prefix sums s_k."""
+
+    spread: Tensor
+    drift: Tensor
+
+
+def accumulation(mag: Tensor, prefixes: Prefixes, out_dtype: torch.dtype, model: KernelModel) -> Tensor:
+    """Error of forming a sum of products (magnitudes adding up to `mag`) before the final
+    rounding to `out_dtype` (zero for integer results)."""
     if not out_dtype.is_floating_point:
         return torch.zeros_like(mag)
-    bound = ACCUMULATION_LAMBDA * ACCUMULATE_U * (spread + mag)
+    bound = ACCUMULATION_LAMBDA * ACCUMULATE_U * (prefixes.spread + mag)
+    if model.tensor_cores:
+        bound = bound + ACCUMULATE_U * prefixes.drift / 2
     if model.tf32:
         bound = bound + 2 * TF32_TRUNCATION * mag
     if model.half_partials and out_dtype in (torch.float16, torch.bfloat16):
@@ -75,14 +85,23 @@ PREFIX_CHUNK = 1 << 24
 """Elements of the (rows, K, columns) product tensor formed at once."""
 
 
-def prefix_spread(a: Tensor, b: Tensor) -> Tensor:
-    """sqrt(sum_k s_k^2) for each element of `a @ b`, s_k the prefix sums of its products (float64,
-    broadcasting batch dims like matmul), computed in row chunks to bound memory."""
+def prefixes(a: Tensor, b: Tensor) -> Prefixes:
+    """The prefix sums of the products of each element of `a @ b` (float64, batch dims
+    broadcasting like matmul), in row chunks to bound memory."""
     a, b = torch.broadcast_tensors(a[..., :, :, None], b[..., None, :, :])  # (..., M, K, N)
     rows = max(1, PREFIX_CHUNK // max(1, a.shape[-2] * a.shape[-1]))
-    parts = [(a[..., i:i + rows, :, :] * b[..., i:i + rows, :, :]).cumsum(-2).square().sum(-2).sqrt()
-             for i in range(0, a.shape[-3], rows)]
-    return torch.cat(parts, -2) if parts else torch.zeros(a.shape[:-2] + a.shape[-1:], dtype=a.dtype, device=a.device)
+    sums = [(a[..., i:i + rows, :, :] * b[..., i:i + rows, :, :]).cumsum(-2) for i in range(0, a.shape[-3], rows)]
+    if not sums:
+        empty = torch.zeros(a.shape[:-2] + a.shape[-1:], dtype=a.dtype, device=a.device)
+        return Prefixes(empty, empty)
+    return Prefixes(torch.cat([s.square().sum(-2).sqrt() for s in sums], -2),
+                    torch.cat([s.abs().sum(-2) for s in sums], -2))
+
+
+def row_prefixes(values: Tensor) -> Prefixes:
+    """The prefix sums of a sum over the last dim of `values`."""
+    sums = values.cumsum(-1)
+    return Prefixes(sums.square().sum(-1).sqrt(), sums.abs().sum(-1))
 
 
 def rounding(quantity: Tensor, dtype: torch.dtype) -> Tensor:

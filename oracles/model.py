@@ -86,6 +86,27 @@ class LoweredNode:
 
 
 @dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where an mm-family result ended up once inductor scheduled the graph: the buffer it was
+    selected into, the buffer holding it at the end (another one when a later pass, e.g. a cat,
+    made the kernel write into a slice of it), its strides and offset there, and whether its
+    selection offered a FlexibleLayout (the freedom such passes use)."""
+
+    op: str
+    buffer: str
+    storage: str
+    stride: tuple[int, ...]
+    offset: int
+    flexible: bool
+    contiguous: bool  # the strides a fresh contiguous tensor of its size would have
+
+    @property
+    def changed(self) -> bool:
+        """A flexible layout that a later pass changed (moved into another buffer, restrided)."""
+        return self.flexible and (self.storage != self.buffer or self.offset != 0 or not self.contiguous)
+
+
+@dataclasses.dataclass(frozen=True)
 class Failure:
     """An exception from eager or compiled execution."""
 
@@ -132,6 +153,7 @@ class Observation:
     eager_failure: Failure | None = None
     compile_failure: Failure | None = None
     choice_failures: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)
+    placements: list[Placement] = dataclasses.field(default_factory=list)  # of the autotuned compile's results
     earlier_hashes: dict[str, str | None] = dataclasses.field(default_factory=dict)
     catalogue: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)
     torch_version: str = ""

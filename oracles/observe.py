@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, Operand, SelectionEvent
+from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, Operand, Placement, SelectionEvent
 
 MM_FAMILY_TARGETS = frozenset({
     "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten._int_mm", "aten._scaled_mm",
@@ -142,6 +142,27 @@ class Recording:
         self.lowered: list[LoweredNode] = []
         self.graphs = 0
         self.offered: list[list[int]] = []  # ids of the choices each autotune selection offered
+        self.unplaced: list[tuple[Any, str, Any, bool]] = []  # (graph, op, buffer, flexible) awaiting codegen
+        self.placements: list[Placement] = []
+
+    def place(self, graph: Any) -> None:
+        """Read, once `graph` is scheduled, where each mm-family result it selected ended up."""
+        from torch._inductor import ir
+
+        hint = graph.sizevars.optimization_hint if hasattr(graph.sizevars, "optimization_hint") \
+            else graph.sizevars.size_hint
+        for g, op, buffer, flexible in [u for u in self.unplaced if u[0] is graph]:
+            name = buffer.get_name()
+            layout = graph.name_to_buffer.get(name, buffer).get_output_spec()
+            storage = name
+            if isinstance(layout, ir.NonOwningLayout):  # it writes into a view of another buffer
+                storage, layout = layout.view.data.get_name(), layout.view.get_layout()
+            size = [int(hint(s)) for s in layout.size]
+            stride = tuple(int(hint(s)) for s in layout.stride)
+            contiguous = [s for s, n in zip(stride, size) if n > 1] == \
+                [s for s, n in zip(_contiguous_strides(size), size) if n > 1]
+            self.placements.append(Placement(op, name, storage, stride, int(hint(layout.offset)), flexible, contiguous))
+        self.unplaced = [u for u in self.unplaced if u[0] is not graph]
 
     def note_failures(self, timings: dict[Any, float], survivors: list[Any]) -> None:
         """Mark, in the autotune selection these benchmark timings belong to, the choices inductor
@@ -188,7 +209,14 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
         def lowered(*args: Any, **kwargs: Any) -> Any:
             before = len(rec.selections)
             out = lower(*args, **kwargs)
-            selected = any(e.source == "autotune" for e in rec.selections[before:])
+            made = [e for e in rec.selections[before:] if e.source == "autotune"]
+            selected = bool(made)
+            buffer = getattr(getattr(out, "data", None), "data", None)  # TensorBox > StorageBox > Buffer
+            if selected and hasattr(buffer, "get_name"):
+                from torch._inductor.virtualized import V
+
+                rec.unplaced.append((V.graph, str(target._overloadpacket), buffer,
+                                     any(c.flexible for e in made for c in e.choices)))
             chain, node = [], out
             for _ in range(5):  # TensorBox > StorageBox > ComputedBuffer > Reduction, say
                 node = getattr(node, "data", None)
@@ -202,11 +230,22 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
     originals = {t: fn for t, fn in lowerings.items()
                  if str(getattr(t, "_overloadpacket", "")) in MM_FAMILY_TARGETS and t.namespace == "aten"}
     _require(bool(originals), "lowerings of aten.mm/addmm/bmm")
+    from torch._inductor.graph import GraphLowering
+
+    codegen = GraphLowering.codegen
+
+    def placed(graph: Any) -> Any:
+        out = codegen(graph)
+        rec.place(graph)
+        return out
+
     lowerings.update({t: watch(t, fn) for t, fn in originals.items()})
+    GraphLowering.codegen = placed
     try:
         yield
     finally:
         lowerings.update(originals)
+        GraphLowering.codegen = codegen
 
 
 @contextlib.contextmanager
@@ -223,8 +262,8 @@ def record_selections(device_type: str, keep: KeepChoice | None = None) -> Itera
         def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):  # type: ignore[no-untyped-def]
             gate = gate_now(device_type)
             out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
-            rec.selections.append(SelectionEvent("template_configs", op_name,
-                                                 tuple(record_choice(c) for c in out), gate, rec.graphs - 1))
+            rec.selections.append(SelectionEvent("template_configs", op_name, tuple(record_choice(c) for c in out),
+                                                 gate, rec.graphs - 1, tuple(_operand(n) for n in kernel_inputs.nodes())))
             return out
 
     def before_autotune(choices: list[Any]) -> list[Any]:
@@ -255,6 +294,14 @@ def record_selections(device_type: str, keep: KeepChoice | None = None) -> Itera
     finally:
         select_algorithm.clear_preprocessing_fns()
         select_algorithm.clear_feedback_savers()
+
+
+def _contiguous_strides(size: list[int]) -> list[int]:
+    strides, acc = [], 1
+    for n in reversed(size):
+        strides.insert(0, acc)
+        acc *= max(n, 1)
+    return strides
 
 
 def _static(values: Any) -> tuple[int | None, ...]:
@@ -318,9 +365,23 @@ def template_catalogue(prelude: str = "") -> dict[str, dict[str, str | None]]:
     return catalogue
 
 
+BOILERPLATE = ("Set TORCHDYNAMO_VERBOSE", "For even more developer context", "You can suppress this exception",
+               "Set TORCH_LOGS")
+"""Lines torch appends to every compile error: never the message that tells failures apart."""
+
+
+def _compiler_error(exc: BaseException) -> str:
+    """The first `error:` line a failed C++ compile printed (CalledProcessError keeps its output)."""
+    output = getattr(exc, "stderr", None) or getattr(exc, "output", None) or ""
+    text = output.decode("utf-8", "replace") if isinstance(output, bytes) else str(output)
+    line = next((ln for ln in text.splitlines() if "error:" in ln), "")
+    return line.split("error:", 1)[1].strip() if line else ""
+
+
 def describe_failure(exc: BaseException) -> Failure:
-    """Innermost exception type, its first meaningful message line, and the innermost
-    torch/_inductor frame (else the innermost torch frame) across the cause chain."""
+    """Innermost exception type, its first meaningful message line (a C++ compile error's own
+    `error:` line), and the innermost torch/_inductor frame (else the innermost torch frame)
+    across the cause chain."""
     chain: list[BaseException] = []
     seen: BaseException | None = exc
     while seen is not None and seen not in chain:
@@ -332,6 +393,8 @@ def describe_failure(exc: BaseException) -> Failure:
     paths = [(fs.filename.replace(os.sep, "/"), fs.name) for fs in frames]
     frame = next((f"{p.split('torch/_inductor/')[-1]}:{n}" for p, n in reversed(paths) if "torch/_inductor/" in p),
                  next((f"{p.split('torch/')[-1]}:{n}" for p, n in reversed(paths) if "/torch/" in p), ""))
-    lines = [line.strip() for e in reversed(chain) for line in str(e).splitlines()]
-    message = next((line for line in lines if line and not line.endswith(":")), "")[:300]
+    lines = [_compiler_error(e) for e in reversed(chain)]
+    lines += [line.strip() for e in reversed(chain) for line in str(e).splitlines()]
+    message = next((line for line in lines if line and not line.endswith(":")
+                    and not line.startswith(BOILERPLATE)), "")[:300]
     return Failure(type=type(chain[-1]).__name__, message=message, frame=frame, no_valid_choices=no_choices)

@@ -18,19 +18,21 @@ DECOMPOSE_K_THRESHOLD = 32  # config.triton.decompose_k_threshold, both versions
 TRITON_OUT_DTYPES = {"mm": HALF_AND_FLOAT, "addmm": HALF_AND_FLOAT, "bmm": HALF_AND_FLOAT, "baddbmm": HALF_AND_FLOAT,
                      "int_mm": ("int32",), "scaled_mm": HALF_AND_FLOAT, "mm_plus_mm": HALF_AND_FLOAT}
 MATRICES = {"mm": (0, 1), "addmm": (1, 2), "bmm": (0, 1), "baddbmm": (1, 2), "int_mm": (0, 1), "scaled_mm": (0, 1),
-            "mm_plus_mm": (0, 1), "packed_linear": (0, 2)}
-"""Positions of (A, B) among a selection's inputs (addmm-style ops put the bias first;
-packed_linear, the frozen-weight linear on CPU, holds the weight as (N, K) at position 2)."""
+            "mm_plus_mm": (0, 1), "packed_linear": (0, 2), "linear_unary": (0, 1)}
+"""Positions of (A, B) among a selection's inputs (addmm-style ops put the bias first; the
+frozen-weight linears on the CPU, float32 `packed_linear` and half `linear_unary`, hold the
+weight as (N, K))."""
+LINEARS = ("packed_linear", "linear_unary")
 
 
-def _mnk(event: SelectionEvent) -> tuple[int | None, int | None, int | None] | None:
+def matrix_sizes(event: SelectionEvent) -> tuple[int | None, int | None, int | None] | None:
     """(M, N, K) of the selection's product, None where symbolic; None for an op not in the table."""
     if event.op_name not in MATRICES or len(event.operands) <= max(MATRICES[event.op_name]):
         return None
     a, b = (event.operands[i].size for i in MATRICES[event.op_name])
     if len(a) < 2 or len(b) < 2:
         return None
-    n = b[-2] if event.op_name == "packed_linear" else b[-1]
+    n = b[-2] if event.op_name in LINEARS else b[-1]
     return a[-2], n, a[-1]
 
 
@@ -67,7 +69,7 @@ def _cpp_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, in
     if event.device != "cpu" or event.out_dtype not in HALF_AND_FLOAT or not _positive(m, n, k):
         return False
     a = event.operands[MATRICES[event.op_name][0]]
-    if event.op_name == "packed_linear":  # a frozen weight: the CPP GEMM template
+    if event.op_name in LINEARS:  # a frozen weight: the CPP GEMM template
         return a.stride is not None and a.stride[-1] == 1
     return event.op_name == "bmm" and _contiguous(a)
 
@@ -79,7 +81,7 @@ def must_offer(event: SelectionEvent) -> tuple[str, ...]:
         return ()
     autotuned = gate.max_autotune or gate.max_autotune_gemm
     out = ["ATEN"] if "ATEN" in gate.backends or not autotuned else []
-    mnk = _mnk(event)
+    mnk = matrix_sizes(event)
     if autotuned and mnk is not None:
         if "TRITON" in gate.backends and _triton_must_offer(event, mnk):
             out.append("TRITON")

@@ -168,6 +168,29 @@ def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str
     return mode == "dynamic", marks, second
 
 
+def _may_serve(backend: str, op: str, device: str, frozen: bool, mnk: tuple[int, int, int]) -> bool:
+    """Whether a template backend may serve the case (a loose, case-level reading of
+    oracles/templates.py), so that backend sets without ATEN are drawn where they can serve."""
+    m, n, k = mnk
+    if backend == "CPP":
+        return device == "cpu" and 0 not in mnk and (op in ("bmm", "matmul") or frozen and op in ("mm", "addmm"))
+    if backend == "TRITON":
+        short_k = op in ("mm_plus_mm", "scaled_mm") and k <= 16
+        return device == "cuda" and m > 0 and n > 0 and op != "mm_out_dtype" and not short_k \
+            and not (op in ("mm", "matmul") and k >= 64 * m and k >= 64 * n)
+    return True
+
+
+def _servable(config: dict[str, object], op: str, device: str, frozen: bool,
+              mnk: tuple[int, int, int]) -> dict[str, object]:
+    """The config, with ATEN added to a backend set none of whose backends may serve the case
+    (such a case is only a rejection: the crash oracle has nothing to test)."""
+    backends = str(config["max_autotune_gemm_backends"]).split(",")
+    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, mnk) for b in backends):
+        return config
+    return {**config, "max_autotune_gemm_backends": ",".join(["ATEN", *backends])}
+
+
 def _weightless_families(op: str, inputs: list[TensorSpec]) -> tuple[str, ...]:
     """Size families only the first input carries: with frozen weights only these can change."""
     weights = {role for i, t in enumerate(inputs) if i > 0 for role in _dim_roles(op, i, len(t.shape))}
@@ -209,8 +232,9 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1 and draw(st.integers(0, 5)) == 0:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
+    config = _servable(draw(autotune_configs(device)), op, device, frozen, (m, n, k))
     return Case.make(
-        op=op, inputs=tuple(inputs), device=device, config=draw(autotune_configs(device)), params=params,
+        op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),
         frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and draw(st.booleans()),
         reduced_precision=device == "cuda" and half and draw(st.integers(0, 3)) == 0,
@@ -248,6 +272,9 @@ def case_features(case: Case) -> set[str]:
             for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
+    if case.dynamic or case.mark_dynamic or case.second_call:
+        out |= {f"dynamic-op:{case.op}"} | ({"frozen-dynamic"} if case.frozen_weights else set())
+    out |= {"frozen-shared"} if case.frozen_weights and len(case.shared_storage) > 1 else set()
     autotuned = case.config_dict.get("max_autotune") or case.config_dict.get("max_autotune_gemm")
     out |= set() if autotuned else {"no_max_autotune"}
     out |= {"tf32"} if case.tf32 else set()

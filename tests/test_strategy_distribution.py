@@ -29,12 +29,13 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
     "cpu": lambda: ({f"op:{op}" for op in DEVICE_OPS["cpu"]} | {f"consumer:{c}" for c in CONSUMERS}
                     | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
-                       "dtype:float16", "dtype:bfloat16"}),
+                       "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }
 COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for family in SIZE_FAMILIES),
           "shared_storage", "no_max_autotune", "value:exact_int", "value:normal", "value:large", "value:sparse",
+          "value:nonfinite",
           "stride:expanded", "stride:nondense", "stride:transposed", "stride:batch_inner", "stride:offset",
           "knob:test_configs.max_mm_configs"}
 

@@ -1,0 +1,232 @@
+"""Bugs a user fears, planted close to the bound (each passed the suite's earlier, looser oracles):
+the oracle named in each test reports them, and the same case passes on the real inductor.
+On the CPU, in the CI profile; the GPU-only ones run where a GPU is visible."""
+
+from __future__ import annotations
+
+import collections.abc
+
+import pytest
+import torch
+from torch._inductor import select_algorithm
+
+from fuzz.harness import HashLedger, run_case
+from fuzz.session import FuzzSession
+from oracles import check_all
+from oracles.model import Observation
+from strategies.case import Case, TensorSpec, contiguous_strides
+
+Kernel = collections.abc.Callable[..., torch.Tensor]
+REAL_MM = select_algorithm.extern_kernels.mm
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def spec(shape: tuple[int, ...], dtype: str = "float32", stride: tuple[int, ...] | None = None) -> TensorSpec:
+    return TensorSpec(shape, stride or contiguous_strides(shape), 0, dtype)
+
+
+def mm_case(dtype: str, k: int, value_mode: str = "normal", device: str = "cpu", **kw: object) -> Case:
+    return Case.make(op="mm", inputs=(spec((32, k), dtype), spec((k, 24), dtype)), device=device, value_mode=value_mode,
+                     seed=3, config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN",
+                                     "max_autotune_allow_flexible_layouts": True, **kw.pop("config", {})}, **kw)
+
+
+def observe(case: Case) -> Observation:
+    return run_case(case, ledger=HashLedger())
+
+
+def signatures(obs: Observation) -> set[str]:
+    return {v.signature for v in check_all(obs)}
+
+
+def planted(monkeypatch: pytest.MonkeyPatch, name: str, kernel: Kernel, case: Case) -> set[str]:
+    """The case's violation signatures with `extern_kernels.<name>` replaced by `kernel`, after
+    checking that the real kernel passes."""
+    assert signatures(observe(case)) == set(), "the real inductor must pass this case"
+    monkeypatch.setattr(select_algorithm.extern_kernels, name, kernel)
+    return signatures(observe(case))
+
+
+# --- 1. the numerics bound: tight for fp16/bf16 and for fp32 at large K -------------------------
+
+def accumulate_in_output_dtype(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """The classic wrong-accumulator bug: float32 products, partial sums rounded to the dtype."""
+    acc = torch.zeros(out.shape, dtype=out.dtype)
+    for k in range(a.shape[1]):
+        acc = (acc.float() + a[:, k:k + 1].float() * b[k:k + 1, :].float()).to(out.dtype)
+    return out.copy_(acc)
+
+
+def half_precision_split_k(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """Split-K with the two partial sums rounded to fp16/bf16 (cuBLAS's reduced-precision
+    reduction) while the case does not allow it."""
+    k = a.shape[1] // 2
+    parts = [torch.mm(x.float(), y.float()).to(out.dtype).float() for x, y in ((a[:, :k], b[:k]), (a[:, k:], b[k:]))]
+    return out.copy_(parts[0] + parts[1])
+
+
+def two_ulps_off(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """Right everywhere but one element, which is two units in the last place off."""
+    REAL_MM(a, b, out=out)
+    out[0, 0] = torch.nextafter(torch.nextafter(out[0, 0], out.new_tensor(float("inf"))), out.new_tensor(float("inf")))
+    return out
+
+
+def drop_first_term(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    return REAL_MM(a[:, 1:], b[1:, :], out=out)
+
+
+def silent_tf32(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """float32 operands rounded to TF32 (10 mantissa bits) although TF32 is off."""
+    def tf32(x: torch.Tensor) -> torch.Tensor:
+        bits = x.contiguous().view(torch.int32)
+        return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+    return REAL_MM(tf32(a), tf32(b), out=out)
+
+
+@pytest.mark.parametrize(("dtype", "k"), [("bfloat16", 64), ("float16", 64), ("bfloat16", 1024), ("float16", 1024)])
+def test_accumulating_in_the_output_dtype_is_caught(monkeypatch: pytest.MonkeyPatch, dtype: str, k: int) -> None:
+    assert planted(monkeypatch, "mm", accumulate_in_output_dtype, mm_case(dtype, k)) == {f"tolerance:mm:{dtype}"}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_split_k_partials_are_caught(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    assert planted(monkeypatch, "mm", half_precision_split_k, mm_case(dtype, 256)) == {f"tolerance:mm:{dtype}"}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])  # float32: summation order alone moves more ulps
+def test_one_element_two_ulps_off_is_caught(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    assert planted(monkeypatch, "mm", two_ulps_off, mm_case(dtype, 256)) == {f"tolerance:mm:{dtype}"}
+
+
+@pytest.mark.parametrize(("k", "value_mode", "signature"), [(1024, "normal", "tolerance:mm:bfloat16"),
+                                                            (256, "exact_int", "exact-mismatch:mm:bfloat16")])
+def test_a_dropped_k_term_is_caught(monkeypatch: pytest.MonkeyPatch, k: int, value_mode: str, signature: str) -> None:
+    case = mm_case("bfloat16", k, value_mode)
+    if value_mode == "exact_int":  # sparse small integers keep bf16 exact at this K
+        assert observe(case).results[0].exact
+    assert planted(monkeypatch, "mm", drop_first_term, case) == {signature}
+
+
+def test_silent_tf32_is_caught_at_large_k(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert planted(monkeypatch, "mm", silent_tf32, mm_case("float32", 1200)) == {"tolerance:mm:float32"}
+
+
+# --- 2. non-finite values ---------------------------------------------------------------------------
+
+def addmm_case(beta: float) -> Case:
+    return Case.make(op="addmm", inputs=(spec((16, 32)), spec((32, 8)), spec((8,))), device="cpu",
+                     value_mode="nonfinite", seed=2, params={"alpha": 1.0, "beta": beta},
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+
+
+def literal_addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, *, alpha: float = 1, beta: float = 1,
+                  out: torch.Tensor) -> torch.Tensor:
+    """addmm as the formula reads: beta * bias, even for beta == 0 (0 * NaN is NaN)."""
+    return out.copy_(beta * bias + alpha * torch.mm(a, b))
+
+
+def reads_one_past_each_row(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """An unmasked load: each row of `a` but the last is read one element too far (into the
+    padding of its leading dimension), times a zero weight."""
+    REAL_MM(a, b, out=out)
+    past = torch.as_strided(a, (a.shape[0] - 1,), (a.stride(0),), a.storage_offset() + a.shape[1] * a.stride(1))
+    out[:-1] += 0 * past[:, None]
+    return out
+
+
+def test_a_bias_with_beta_zero_must_be_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "nonfinite:addmm:float32" in planted(monkeypatch, "addmm", literal_addmm, addmm_case(beta=0.0))
+
+
+def test_nan_in_padding_leaks_through_an_unmasked_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = Case.make(op="mm", inputs=(spec((16, 32), stride=(40, 1)), spec((32, 8))), device="cpu", seed=2,
+                     value_mode="exact_int", config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    assert planted(monkeypatch, "mm", reads_one_past_each_row, case) == {"exact-mismatch:mm:float32"}
+
+
+# --- 4 and 5. failures that were rejected, templates that vanish -----------------------------------
+
+def frozen_mm(backends: str) -> Case:
+    return Case.make(op="mm", inputs=(spec((16, 32)), spec((32, 8))), device="cpu", seed=2, value_mode="exact_int",
+                     frozen_weights=True, config={"max_autotune": True, "max_autotune_gemm_backends": backends})
+
+
+@pytest.mark.parametrize(("backends", "expected"), [("ATEN,CPP", {"missing:packed_linear:CPP"}),
+                                                    ("CPP", {"missing:packed_linear:CPP"})])
+def test_a_cpp_template_that_silently_vanishes_is_reported(monkeypatch: pytest.MonkeyPatch, backends: str,
+                                                           expected: set[str]) -> None:
+    import torch._inductor.fx_passes.mkldnn_fusion as fusion
+    import torch._inductor.utils as utils
+
+    case = frozen_mm(backends)
+    assert signatures(observe(case)) == set()
+    monkeypatch.setattr(utils, "use_cpp_gemm_template", lambda *a, **k: False)
+    for module in (fusion, torch._inductor.mkldnn_lowerings, torch._inductor.kernel.mm):
+        monkeypatch.setattr(module, "use_cpp_gemm_template", lambda *a, **k: False, raising=False)
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.rejected
+    assert expected <= {v.signature for v in verdict.violations}
+
+
+def failing_benchmarks(monkeypatch: pytest.MonkeyPatch, fails: collections.abc.Callable[[object], bool]) -> None:
+    """Autotuning benchmarks every choice `fails` picks as inf (what inductor records for a choice
+    that raised while it ran)."""
+    real = select_algorithm.AlgorithmSelectorCache.benchmark
+
+    def benchmark(self: object, choices: list[object], *args: object, **kwargs: object) -> dict[object, float]:
+        timings = real(self, choices, *args, **kwargs)
+        return {c: float("inf") if fails(c) else t for c, t in timings.items()}
+
+    monkeypatch.setattr(select_algorithm.AlgorithmSelectorCache, "benchmark", benchmark)
+
+
+def test_every_choice_failing_to_run_is_a_crash_not_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = frozen_mm("ATEN,CPP")
+    assert signatures(observe(case)) == set()
+    failing_benchmarks(monkeypatch, lambda choice: True)  # NoValidChoicesError, once a "config limit"
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.rejected and verdict.observation.compile_failure.no_valid_choices == "all-failed-to-run"
+    assert any(v.oracle == "crash" for v in verdict.violations), verdict.violations
+
+
+def test_a_template_dropped_after_failing_to_run_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = frozen_mm("ATEN,CPP")
+    assert signatures(observe(case)) == set()
+    failing_benchmarks(monkeypatch, lambda choice: "Cpp" in type(getattr(choice, "_wrapped", choice)).__name__)
+    found = signatures(observe(case))  # ATen serves it: the compile succeeds without the CPP choice
+    assert "dropped:packed_linear@CppTemplateCaller:benchmark" in found
+
+
+# --- 10. the flexible-layout path --------------------------------------------------------------------
+
+def ignores_out_strides(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+    """Writes the product as if `out` were a contiguous tensor of its size (right for a buffer of
+    its own, wrong once a later pass hands it a slice of a larger one)."""
+    torch.as_strided(out, out.shape, contiguous_strides(tuple(out.shape)), out.storage_offset()).copy_(torch.mm(a, b))
+    return out
+
+
+@pytest.mark.parametrize("consumer", ["cat_mm_cols", "cat_mm_rows"])
+def test_both_products_of_a_cat_are_written_into_its_buffer(consumer: str) -> None:
+    placements = observe(mm_case("float32", 16, "exact_int", consumers=(consumer,))).placements
+    assert len(placements) == 2 and all(p.flexible and p.changed and p.storage != p.buffer for p in placements)
+
+
+def test_a_kernel_that_ignores_its_slice_of_a_cat_buffer_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = mm_case("float32", 16, "exact_int", consumers=("cat_mm_cols",))  # slices with a row stride of 36
+    assert planted(monkeypatch, "mm", ignores_out_strides, case) == {"exact-mismatch:mm:float32"}
+
+
+# --- 7. output strides read on the device ---------------------------------------------------------------
+
+@cuda
+def test_padded_output_strides_on_the_gpu_are_seen() -> None:
+    """pad_outputs makes inductor pad a user-visible output's rows: copied to the CPU the tensor
+    is dense again, so only strides read on the device show it."""
+    case = Case.make(op="mm", inputs=(spec((32, 64), "float16"), spec((64, 100), "float16")), device="cuda",
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN", "pad_outputs": True,
+                             "comprehensive_padding": True})
+    obs = observe(case)
+    assert obs.results[0].compiled_meta is not None and obs.results[0].compiled_meta.stride != (100, 1)
+    assert "output-strides:mm" in signatures(obs)
