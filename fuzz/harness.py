@@ -57,7 +57,8 @@ def kernel_model(case: Case, choices: Sequence[ChoiceRecord]) -> KernelModel:
     cuda = case.device == "cuda"
     return KernelModel(tf32=cuda and case.tf32,
                        half_partials=cuda and case.reduced_precision and any(c.kind == "extern" for c in choices),
-                       tensor_cores=cuda and (case.tf32 or case.inputs[0].dtype in TENSOR_CORE_DTYPES))
+                       tensor_cores=cuda and (case.tf32 or case.inputs[0].dtype in TENSOR_CORE_DTYPES),
+                       fp8=cuda and case.inputs[0].dtype.startswith("float8"))
 
 
 TENSOR_CORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")

@@ -140,7 +140,33 @@ CPP_COMPILE_ERROR = (r"crash:(CalledProcessError:cpp_builder\.py:_run_compile_cm
 """Generated C++ that does not compile: the whole compile fails, the CPP choice compiled alone
 fails, or autotuning drops the CPP choice (with ATen in the set)."""
 
+def _with_config(**changes: object) -> Callable[[Case], Case]:
+    """Untrigger: the same case with these inductor config keys set."""
+    return lambda case: _replace(case, config={**case.config_dict, **changes})
+
+
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="mm-out-dtype-row-vector-dtype",
+        oracles=("numerics",),
+        signatures=(r"output-meta:mm_out_dtype(@.+)?",),
+        applies=lambda c: (c.device == "cuda" and c.op == "mm_out_dtype" and bool(c.config_dict.get("coordinate_descent_tuning"))
+                           and 1 in (c.inputs[0].shape[0], c.inputs[1].shape[1])),
+        untrigger=_with_config(coordinate_descent_tuning=False),
+        tracking="repros/mm_out_dtype_row_vector_dtype.py (not yet filed upstream): with coordinate-descent "
+                 "tuning, an mm with out_dtype=float32 and one row (or column) comes back in the input dtype",
+        torch_versions=("2.11",),
+    ),
+    KnownBug(
+        name="pad-mm-output-padded-strides",
+        oracles=("numerics",),
+        signatures=(r"output-strides:(mm|addmm|bmm|baddbmm|matmul|mm_plus_mm)(@.+)?",),
+        applies=lambda c: c.device == "cuda" and c.config_dict.get("shape_padding", True) is not False,
+        untrigger=_with_config(shape_padding=False),
+        tracking="repros/pad_mm_output_padded_strides.py (not yet filed upstream): shape padding returns a padded "
+                 "view as the graph output (only its stride order is kept), not eager's dense strides",
+        torch_versions=("2.11",),
+    ),
     KnownBug(
         name="aten-cpu-baddbmm-zero-alpha-uninitialized",
         oracles=("numerics",),

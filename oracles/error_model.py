@@ -13,7 +13,9 @@ kernel:
   orders whose partial sums happen to be larger, and for the products' own rounding;
 - on NVIDIA tensor cores (fp16/bf16/fp8 operands, TF32) the accumulator truncates what it adds,
   a bias that grows with every partial sum: `u32 * sum |s_k| / 2` (twice the worst measured on an
-  H200: same-sign fp16 data, K = 8192, `python -m fuzz.tightness --stress`);
+  H200: same-sign fp16 data, K = 8192, `python -m fuzz.tightness --stress`); fp8 tensor cores keep
+  only about 14 bits while they accumulate (cuBLAS promotes to float32 now and then: its own
+  _scaled_mm exceeded a float32 bound 3.9x on an H200), so for fp8 operands both terms use 2^-14;
 - rounds fp32 inputs to TF32 only where the case allows TF32 (CUDA): 2 * 2^-10 * mag (both operands
   truncated to 10 mantissa bits, worst case);
 - rounds split-K partial sums to fp16/bf16 only for cuBLAS under
@@ -32,6 +34,7 @@ Tensor = torch.Tensor
 UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24, torch.float16: 2.0**-11,
                  torch.bfloat16: 2.0**-8, torch.float8_e4m3fn: 2.0**-4, torch.float8_e5m2: 2.0**-3}
 ACCUMULATE_U = 2.0**-24  # every correct kernel accumulates in float32 (or wider)
+FP8_ACCUMULATE_U = 2.0**-14  # fp8 tensor cores: about 14 bits kept while accumulating
 ACCUMULATION_LAMBDA = 8.0
 TF32_TRUNCATION = 2.0**-10  # one unit in the last place of TF32's 10-bit mantissa
 
@@ -43,6 +46,7 @@ class KernelModel:
     tf32: bool = False  # float32 operands may be rounded to TF32
     half_partials: bool = False  # split-K partial sums may be rounded to the (fp16/bf16) output dtype
     tensor_cores: bool = False  # the accumulator may truncate (NVIDIA tensor cores)
+    fp8: bool = False  # fp8 tensor cores: a narrow accumulator
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -71,9 +75,10 @@ def accumulation(mag: Tensor, prefixes: Prefixes, out_dtype: torch.dtype, model:
     rounding to `out_dtype` (zero for integer results)."""
     if not out_dtype.is_floating_point:
         return torch.zeros_like(mag)
-    bound = ACCUMULATION_LAMBDA * ACCUMULATE_U * (prefixes.spread + mag)
+    unit = FP8_ACCUMULATE_U if model.fp8 else ACCUMULATE_U
+    bound = ACCUMULATION_LAMBDA * unit * (prefixes.spread + mag)
     if model.tensor_cores:
-        bound = bound + ACCUMULATE_U * prefixes.drift / 2
+        bound = bound + unit * prefixes.drift / 2
     if model.tf32:
         bound = bound + 2 * TF32_TRUNCATION * mag
     if model.half_partials and out_dtype in (torch.float16, torch.bfloat16):

@@ -46,7 +46,9 @@ def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None,
             or not _positive(m, n, k):
         return False
     assert m is not None and n is not None and k is not None
-    if event.op_name == "mm":  # a K this much larger than M and N leaves only decompose-k and ATen
+    if event.op_name == "mm":  # mm with out_dtype gets no template; a K this much larger than M and N
+        if any(o.dtype != event.out_dtype for o in event.operands):  # leaves only decompose-k and ATen
+            return False
         return not (k >= 2 * DECOMPOSE_K_THRESHOLD * m and k >= 2 * DECOMPOSE_K_THRESHOLD * n)
     if event.op_name == "scaled_mm":
         return k > 16

@@ -65,7 +65,7 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
     elif op == "scaled_mm":  # fp8: A row-major, B column-major, tensor-wise or row-wise float32 scales
         b_dtype = draw(st.sampled_from(("float8_e4m3fn", "float8_e5m2"))) if dtype == "float8_e4m3fn" else "float8_e4m3fn"
         rowwise = draw(st.booleans())
-        inputs = [draw(strided((m, k), dtype, ("contiguous", "offset"))), TensorSpec((k, n), (1, k), 0, b_dtype),
+        inputs = [draw(strided((m, k), dtype, kinds)), TensorSpec((k, n), (1, k), 0, b_dtype),
                   TensorSpec((m, 1), (1, 1), 0, "float32") if rowwise else TensorSpec((), (), 0, "float32"),
                   TensorSpec((1, n), (n, 1), 0, "float32") if rowwise else TensorSpec((), (), 0, "float32")]
     else:
@@ -91,6 +91,8 @@ def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
         steps = [s for s in steps if s not in ("gelu", "chain_mm", "relu_")]  # keep integer/fp8 ops simple
     if value_mode == "nonfinite":  # gelu(-inf) and inf * 0 in y @ y.T have no one right answer
         steps = [s for s in steps if s not in ("gelu", "chain_mm")]
+    if "sum_rows" in steps:  # its result has one dim less: the matrix steps go before it
+        steps = [s for s in steps if s != "sum_rows"] + ["sum_rows"]
     if draw(st.integers(0, 3)) == 0:
         steps.append(draw(st.sampled_from(OUTPUT_STEPS)))
     return tuple(steps)
@@ -161,19 +163,20 @@ def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str
     second: tuple[TensorSpec, ...] = ()
     if mode == "second_call" or draw(st.booleans()):
         new = draw(dims(MAX_DIM[device] // 2 if family != "B" else 9, min_m if family == "M" else 1))
-        if family in ("N", "K"):
+        if family in ("N", "K") or family == "M" and min_m > 1:  # min_m > 1: CUDA int_mm, M a multiple too
             new = max(multiple, new - new % multiple)
         if new != sizes[family]:
             second = draw(_resized(op, inputs, family, sizes[family], new, kinds, frozen))
     return mode == "dynamic", marks, second
 
 
-def _may_serve(backend: str, op: str, device: str, frozen: bool, mnk: tuple[int, int, int]) -> bool:
+def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[TensorSpec]) -> bool:
     """Whether a template backend may serve the case (a loose, case-level reading of
     oracles/templates.py), so that backend sets without ATEN are drawn where they can serve."""
-    m, n, k = mnk
+    a, b = inputs[0].shape, inputs[1].shape
+    m, n, k = a[-2], b[-1], min(t.shape[-1] for t in inputs[:: 2][:2]) if op == "mm_plus_mm" else a[-1]
     if backend == "CPP":
-        return device == "cpu" and 0 not in mnk and (op in ("bmm", "matmul") or frozen and op in ("mm", "addmm"))
+        return device == "cpu" and 0 not in (m, n, k) and (op in ("bmm", "matmul") or frozen and op in ("mm", "addmm"))
     if backend == "TRITON":
         short_k = op in ("mm_plus_mm", "scaled_mm") and k <= 16
         return device == "cuda" and m > 0 and n > 0 and op != "mm_out_dtype" and not short_k \
@@ -182,11 +185,11 @@ def _may_serve(backend: str, op: str, device: str, frozen: bool, mnk: tuple[int,
 
 
 def _servable(config: dict[str, object], op: str, device: str, frozen: bool,
-              mnk: tuple[int, int, int]) -> dict[str, object]:
+              inputs: list[TensorSpec]) -> dict[str, object]:
     """The config, with ATEN added to a backend set none of whose backends may serve the case
     (such a case is only a rejection: the crash oracle has nothing to test)."""
     backends = str(config["max_autotune_gemm_backends"]).split(",")
-    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, mnk) for b in backends):
+    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs) for b in backends):
         return config
     return {**config, "max_autotune_gemm_backends": ",".join(["ATEN", *backends])}
 
@@ -202,7 +205,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     """One Case of `op` (any op the device runs when None) on `device` (CUDA when present, else CPU)."""
     device = device or default_device()
     op = op or draw(st.sampled_from(ops_for(device)))
-    if op == "int_mm":
+    if op == "int_mm":  # on CUDA, cuBLASLt wants M, N and K multiples of 8 (M > 16)
         dtype = "int8"
     elif op == "scaled_mm":
         dtype = "float8_e4m3fn"
@@ -212,17 +215,17 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         dtype = draw(st.sampled_from(FLOAT_DTYPES[device]))
     on_cuda_int = op == "int_mm" and device == "cuda"
     multiple = 16 if op == "scaled_mm" else (8 if on_cuda_int else 1)
-    min_m = 17 if on_cuda_int else 1
-    m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple,
-                               min_m=min_m, allow_zero=op not in ("int_mm", "scaled_mm")))
+    min_m = 24 if on_cuda_int else 1
+    m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple, min_m=min_m,
+                               allow_zero=op not in ("int_mm", "scaled_mm"), m_multiple_of=8 if on_cuda_int else 1))
     batch = draw(dims(9))
     value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
     value_mode = draw(st.sampled_from(value_modes))
-    consumers = draw(_consumers(op, value_mode))
+    consumers = tuple(c for c in draw(_consumers(op, value_mode)) if m or c != "view_row")  # row 0 must exist
     kinds = STRIDE_KINDS if "mutate_input" not in consumers else ("contiguous", "transposed", "padded", "offset")
-    if on_cuda_int:
-        kinds = ("contiguous", "offset")
+    if on_cuda_int or op == "scaled_mm":  # cuBLASLt: row-major, 16-byte aligned
+        kinds = ("contiguous",)
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
     frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and draw(st.booleans())
     dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
@@ -232,7 +235,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1 and draw(st.integers(0, 5)) == 0:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
-    config = _servable(draw(autotune_configs(device)), op, device, frozen, (m, n, k))
+    config = _servable(draw(autotune_configs(device)), op, device, frozen, inputs)
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),

@@ -17,9 +17,10 @@ def dims(max_dim: int, min_dim: int = 1) -> st.SearchStrategy[int]:
 
 @st.composite
 def matmul_dims(draw: st.DrawFn, max_dim: int, max_elements: int, multiple_of: int = 1,
-                min_m: int = 1, allow_zero: bool = True) -> tuple[int, int, int]:
+                min_m: int = 1, allow_zero: bool = True, m_multiple_of: int = 1) -> tuple[int, int, int]:
     """(M, N, K) whose three matrices hold at most `max_elements` elements: any sizes, tiny M
-    with large N and K, or K much larger than M and N (decompose-k); sometimes a zero dim."""
+    with large N and K, or K much larger than M and N (decompose-k); sometimes a zero dim. N and
+    K are multiples of `multiple_of`, M of `m_multiple_of` and at least `min_m`."""
     shape = draw(st.sampled_from(("any", "tiny_m", "tall_k")))
     m_max = 16 if shape == "tiny_m" else (64 if shape == "tall_k" else max_dim)
     m = draw(dims(max(m_max, min_m), min_m))
@@ -33,4 +34,5 @@ def matmul_dims(draw: st.DrawFn, max_dim: int, max_elements: int, multiple_of: i
     while m * k + k * n + m * n > max_elements:  # shrink the largest dim until it fits
         big = max(m, n, k)
         m, n, k = (v if v != big else max(v // 2, 1) for v in (m, n, k))
-    return m, n, k
+    n, k = (v if v == 0 else max(multiple_of, v - v % multiple_of) for v in (n, k))
+    return (m if m == 0 else max(min_m, m - m % m_multiple_of)), n, k
