@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from fuzz import programs
+from fuzz.timing import Timings
 from fuzz.values import materialize
 from oracles import observe
 from oracles.error_model import KernelModel
@@ -99,52 +100,64 @@ class _Run:
 def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     """Compile and run `case`; every failure is recorded in the Observation, never raised."""
     obs = Observation(case=case, torch_version=torch.__version__)
+    timings = Timings()
     grad = torch.no_grad() if case.frozen_weights else contextlib.nullcontext()
     with _precision(case), grad:
         eager = _Run()
         try:
-            inputs = [materialize(case, specs) for specs in _calls(case)]
-            wide = [[t.detach().cpu().double() for t in call] for call in inputs]  # before eager may mutate them
-            for call in inputs:
-                eager.add(programs.run(case, call), programs.split_inputs(case, call)[0])
+            with timings.phase("eager and reference"):
+                inputs = [materialize(case, specs) for specs in _calls(case)]
+                wide = [[t.detach().double() for t in call] for call in inputs]  # before eager may mutate them
+                for call in inputs:
+                    eager.add(programs.run(case, call), programs.split_inputs(case, call)[0])
         except Exception as e:  # noqa: BLE001 - the op rejects the case: recorded, not a finding
             obs.eager_failure = observe.describe_failure(e)
             return obs
-        references = _References(case, wide)
-        compiled, failure, rec = _compile_and_run(case, len(wide))
+        references = _References(case, wide, timings)
+        compiled, failure, rec = _compile_and_run(case, len(wide), timings=timings)
         obs.selections, obs.post_grad_targets, obs.lowered = rec.selections, rec.post_grad_targets, rec.lowered
         obs.placements = rec.placements
         obs.compile_failure = failure
         if compiled is not None:
             obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
         if case.every_choice and failure is None:
-            _check_every_choice(case, obs, eager, references)
+            with timings.phase("single-choice compiles"):
+                _check_every_choice(case, obs, eager, references)
+    obs.timings = timings.seconds
     if ledger is not None:
         ledger.note(obs)
     return obs
 
 
 class _References:
-    """float64 results and bounds of every call, per kernel model (computed once per model)."""
+    """float64 results and bounds of every call, per kernel model (computed once per model, on the
+    case's device; handed to the oracles on the CPU)."""
 
-    def __init__(self, case: Case, wide: list[list[torch.Tensor]]) -> None:
-        self.case, self.wide = case, wide
+    def __init__(self, case: Case, wide: list[list[torch.Tensor]], timings: Timings) -> None:
+        self.case, self.wide, self.timings = case, wide, timings
         self._by_model: dict[KernelModel, list[programs.Expected]] = {}
 
     def of(self, model: KernelModel) -> list[programs.Expected]:
         if model not in self._by_model:
-            self._by_model[model] = [programs.expected(self.case, call, model) for call in self.wide]
+            with self.timings.phase("eager and reference"):
+                self._by_model[model] = [_on_cpu(programs.expected(self.case, call, model)) for call in self.wide]
         return self._by_model[model]
 
 
+def _on_cpu(expected: programs.Expected) -> programs.Expected:
+    return programs.Expected([v.cpu() for v in expected.values], [b.cpu() for b in expected.bounds], expected.exact)
+
+
 def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None = None,
-                     ) -> tuple[_Run | None, Failure | None, observe.Recording]:
-    """Compile the program in a fresh dynamo state and run every call; (outputs, failure, events)."""
-    torch._dynamo.reset()
+                     timings: Timings | None = None) -> tuple[_Run | None, Failure | None, observe.Recording]:
+    """Compile the program in a fresh dynamo state and run every call; (outputs, failure, events).
+    With `timings`, the time is split into inductor's phases (the rest is "compile and run")."""
+    torch._dynamo.reset()  # also clears torch's compile-time metrics: `compiling` reads them after
     first_args, weights = programs.split_inputs(case, materialize(case))
     module = programs.Program(case, weights)
     patch = {**observe.LOWERING_SKIPPING_CACHES, **case.config_dict, "freezing": case.frozen_weights}
-    with torch._inductor.config.patch(patch), observe.record_selections(case.device, keep) as rec:
+    timed = timings.compiling("compile and run") if timings else contextlib.nullcontext()
+    with timed, torch._inductor.config.patch(patch), observe.record_selections(case.device, keep) as rec:
         try:
             fn = torch.compile(module, dynamic=True if case.dynamic else None)  # None: static, then automatic
             run = _Run()

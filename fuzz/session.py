@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 
 from fuzz.harness import HashLedger, run_case
 from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates
@@ -47,7 +48,10 @@ class FuzzSession:
         obs = run_case(case, ledger=self.ledger)
         if any(is_triton(c.template) for c in obs.choices):
             obs.catalogue = self.catalogue
-        return obs, check_all(obs)
+        began = time.perf_counter()
+        violations = check_all(obs)
+        obs.timings["oracles"] = time.perf_counter() - began
+        return obs, violations
 
     def evaluate(self, case: Case) -> Verdict:
         """Run the case and every oracle; a violation a registered bug matches is known only if
@@ -57,7 +61,9 @@ class FuzzSession:
         untriggered: dict[str, set[str] | None] = {}
         for violation, bug in candidates(violations, case, obs.torch_version, self.registry):
             if bug is not None and bug.name not in untriggered:
+                began = time.perf_counter()
                 untriggered[bug.name] = self._signatures_without(bug, case)
+                obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + time.perf_counter() - began
             remaining = untriggered[bug.name] if bug is not None else None
             if remaining is None or failure_kind(violation.signature) in remaining:
                 new.append(violation)
