@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from fuzz import campaign
+from fuzz import rounds, shared_store
+from fuzz.sightings import sightings
 from fuzz.findings import Finding, load_campaign, load_findings
 from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
 from fuzz.workers import Outcome, visible_gpu_ids
@@ -104,11 +105,11 @@ class Pipe:
         return False
 
 
-def fake_driver(claimed: tuple[str, ...] = ()) -> campaign.Driver:
+def fake_driver(claimed: tuple[str, ...] = ()) -> rounds.Driver:
     cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
            "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
            "backends": [], "dtypes": [], "profile": "dev", "db": "none", "device": "cpu"}
-    driver = campaign.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
+    driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
     driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
     driver.deadline = time.time() + 60
     return driver
@@ -116,7 +117,7 @@ def fake_driver(claimed: tuple[str, ...] = ()) -> campaign.Driver:
 
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     driver = fake_driver()
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     sent = driver.outbox.sent  # type: ignore[attr-defined]
     assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
     minimized = [p for k, p in sent if k == "minimized"]
@@ -132,7 +133,7 @@ def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> N
     driver = fake_driver()
     driver.executor = FakeWorker(("fake", "other"))  # type: ignore[assignment]
     driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     sent = driver.outbox.sent  # type: ignore[attr-defined]
     assert sorted(p for k, p in sent if k == "claim") == ["numerics/fake:mm", "numerics/other:mm"]
     minimized = {p["key"]: p for k, p in sent if k == "minimized"}
@@ -143,7 +144,7 @@ def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> N
 def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
     driver = fake_driver()
     driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
     assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
@@ -151,12 +152,12 @@ def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
     driver = fake_driver(claimed=("numerics/fake:mm",))
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
     late = fake_driver()
     late.deadline = time.time() - 1
-    late.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    late.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     assert late.executor.cases == []  # type: ignore[attr-defined]
 
 
@@ -167,7 +168,7 @@ def test_sightings_classify_deaths_new_and_known_violations() -> None:
     known = {"violation": {**v, "signature": "k"}, "bug": {"name": "b", "tracking": "t"}}
     failure = {"type": "IndexError", "message": "list index out of range", "frame": "kernel/mm.py:tuned_addmm"}
     verdict = {"violations": [v, crash], "known": [known], "failure": failure}
-    found = campaign.sightings({"op": "bmm"}, Outcome(verdict=verdict, death="cuda-context-poisoned", detail="d",
+    found = sightings({"op": "bmm"}, Outcome(verdict=verdict, death="cuda-context-poisoned", detail="d",
                                                       last_words="trace"), {}, {"host": "h"})
     assert [(f.key, f.status) for f in found] == [
         ("process/cuda-context-poisoned:bmm", "new"), ("numerics/s", "new"), (f"crash/{crash['signature']}", "new"),
@@ -200,7 +201,7 @@ def simplest_case(device: str = "cpu") -> str:
     first: list[str] = []
 
     @settings(max_examples=1, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(campaign.case_strategy(device, ["mm"], ["ATEN"], []))
+    @given(rounds.case_strategy(device, ["mm"], ["ATEN"], []))
     def record(case: Any) -> None:
         first.append(case.dumps())
 
@@ -320,12 +321,12 @@ def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
 def test_example_database_backends(tmp_path: Path) -> None:
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    assert campaign.open_database("none") is None
-    shared = campaign.open_database(str(tmp_path / "shared"))
+    assert shared_store.open_database("none") is None
+    shared = shared_store.open_database(str(tmp_path / "shared"))
     assert isinstance(shared, DirectoryBasedExampleDatabase)
     shared.save(b"key", b"value")  # another host's driver sees what this one saved
-    assert list(campaign.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
-    assert campaign.derive_seed(1, 0, 0, 0) != campaign.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
+    assert list(shared_store.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
+    assert rounds.derive_seed(1, 0, 0, 0) != rounds.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
 
 
 def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:
@@ -333,8 +334,8 @@ def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:
             "inputs": [{"shape": [129, 4], "stride": [4, 1], "offset": 0, "dtype": "float32"},
                        {"shape": [4, 0], "stride": [1, 1], "offset": 0, "dtype": "float32"}]}
     sigfpe = Outcome(death="killed:SIGFPE", detail="d", last_words="")
-    found = campaign.sightings(case, sigfpe, {"torch": "2.13.0+cpu"}, {"host": "h"})
+    found = sightings(case, sigfpe, {"torch": "2.13.0+cpu"}, {"host": "h"})
     assert [(f.key, f.status) for f in found] == [
         ("process/killed:SIGFPE:mm#known:freezing-mkl-linear-n0-sigfpe", "known")]
     segv = Outcome(death="killed:SIGSEGV", detail="d", last_words="")  # another death: not that bug
-    assert [f.status for f in campaign.sightings(case, segv, {"torch": "2.13.0+cpu"}, {"host": "h"})] == ["new"]
+    assert [f.status for f in sightings(case, segv, {"torch": "2.13.0+cpu"}, {"host": "h"})] == ["new"]
