@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from fuzz import rounds, shared_store
+from fuzz import rounds
 from fuzz.sightings import sightings
 from fuzz.findings import Finding, load_campaign, load_findings
 from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
@@ -84,9 +84,10 @@ class FakeWorker:
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         self.cases.append(case_json)
-        bad = case_json["inputs"][0]["shape"][0] >= 5
+        rows = case_json["inputs"][0]["shape"][0]
+        bad = rows >= 5
         found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:{case_json['op']}",
-                  "message": "m"} for name in self.names]
+                  "message": f"{rows} row(s) differ"} for name in self.names]
         return Outcome(verdict={"violations": found if bad else [], "known": [], "rejected": False,
                                 "error_ratio": 0.0, "failure": None, "poisoned": ""})
 
@@ -105,10 +106,10 @@ class Pipe:
         return False
 
 
-def fake_driver(claimed: tuple[str, ...] = ()) -> rounds.Driver:
+def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Driver:
     cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
            "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
-           "backends": [], "dtypes": [], "profile": "dev", "db": "none", "device": "cpu"}
+           "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
     driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
     driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
     driver.deadline = time.time() + 60
@@ -127,6 +128,21 @@ def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     assert set(case["config"]) & KEPT_CONFIG and minimized[0]["minimization"]["hypothesis_shrinks"] > 0
     counted = [p["count"] for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm"]
     assert sum(counted) < len(counted)  # shrink attempts do not inflate the count
+    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm")
+    assert minimized[0]["message"] == "5 row(s) differ" != first["message"]  # the shrunk case's own message
+
+
+def test_the_example_database_is_written_and_replayed_first(tmp_path: Path) -> None:
+    db = str(tmp_path / "examples")
+    first = fake_driver(db=db)
+    first.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    assert any(p.is_file() for p in (tmp_path / "examples").rglob("*"))  # the shrunk failing example is saved
+    resumed = fake_driver(claimed=("numerics/fake:mm",), db=db)  # another session (or host), another seed
+    resumed.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=6)
+    assert resumed.executor.cases[0]["inputs"][0]["shape"][0] == 5  # type: ignore[attr-defined]
+    fresh = fake_driver(claimed=("numerics/fake:mm",))  # without the database: the simplest case first
+    fresh.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=6)
+    assert fresh.executor.cases[0]["inputs"][0]["shape"][0] < 5  # type: ignore[attr-defined]
 
 
 def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> None:
@@ -215,11 +231,26 @@ def only_finding(out: Path) -> Finding:
     return found[0]
 
 
+def innermost_frame(dump: str) -> str:
+    """The innermost frame of the crashing thread in a faulthandler dump (other threads' stacks may
+    come before it)."""
+    current = dump.split("Current thread", 1)[1]
+    return next(line.strip() for line in current.splitlines() if line.strip().startswith("File"))
+
+
+def test_innermost_frame_is_the_crashing_threads() -> None:
+    dump = ("Fatal Python error: Segmentation fault\n\nThread 0x7f (most recent call first):\n"
+            '  File "threading.py", line 320 in wait\n\nCurrent thread 0x7e (most recent call first):\n'
+            '  File "fuzz/workers.py", line 5 in _test_fault\n  File "fuzz/workers.py", line 9 in worker_main\n')
+    assert innermost_frame(dump) == 'File "fuzz/workers.py", line 5 in _test_fault'
+
+
+@pytest.mark.campaign
 @pytest.mark.parametrize(("fault", "signature", "last_words"), [
     # a case that crashes the process: the dump from its first line, innermost frame included
-    ("segv", "killed:SIGSEGV:mm", "Fatal Python error: Segmentation fault\n\nCurrent thread"),
-    ("kill", "killed:SIGKILL:mm", ""),  # the worker killed mid-case (as by the OOM killer)
-    ("hang", "hang:mm", "_test_fault"),  # a case that hangs: killed at the per-case timeout, traceback kept
+    pytest.param("segv", "killed:SIGSEGV:mm", "Fatal Python error: Segmentation fault\n", id="segv"),
+    pytest.param("kill", "killed:SIGKILL:mm", "", id="kill"),  # killed mid-case (as by the OOM killer)
+    pytest.param("hang", "hang:mm", "_test_fault", id="hang"),  # killed at the per-case timeout, traceback kept
 ])
 def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
         tmp_path: Path, fault: str, signature: str, last_words: str) -> None:
@@ -229,9 +260,11 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
     assert proc.returncode == 1, proc.stderr  # a new finding
     f = only_finding(out)
     assert f.key == f"process/{signature}" and f.status == "new" and f.count >= 1
-    assert last_words in (f.traceback or "")
-    if fault != "kill":
-        assert "in _test_fault" in (f.traceback or "")  # the frame that misbehaved
+    assert (f.traceback or "").startswith(last_words) if fault == "segv" else last_words in (f.traceback or "")
+    if fault == "segv":
+        assert innermost_frame(f.traceback or "").endswith("in _test_fault")  # the frame that misbehaved
+    elif fault == "hang":
+        assert "in _test_fault" in (f.traceback or "")
     assert f.minimal_case is not None and f.minimal_case["seed"] == 0  # the simplest case
     session = load_campaign(out, pytest.fail)["sessions"][0]
     assert session["status"] == "finished" and session["restarts"] >= 1
@@ -241,6 +274,8 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
     assert proc.stderr.count(f"NEW finding [crash] process/{signature}") == 1
 
 
+@pytest.mark.gpu
+@pytest.mark.campaign
 @pytest.mark.skipif(not visible_gpu_ids(), reason="needs a CUDA GPU")
 def test_a_poisoned_cuda_context_is_one_finding_and_a_fresh_worker_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -266,6 +301,7 @@ def group_gone(pgid: int, within_s: float = 20.0) -> bool:
     return False
 
 
+@pytest.mark.campaign
 def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
@@ -302,9 +338,11 @@ def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_pat
     assert fixed.returncode == 0 and "FIXED" in fixed.stdout, fixed.stderr
 
 
+@pytest.mark.campaign
 def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = run_fuzz("run", "--budget", "12s", "--out", str(out), *QUICK, "--coverage")
+    proc = run_fuzz("run", "--budget", "12s", "--out", str(out), *QUICK, "--coverage", "--db", str(tmp_path / "db"))
+    assert any(p.is_file() for p in (tmp_path / "db").rglob("*"))  # --db DIR holds the examples
     findings = load_findings([out], pytest.fail)
     assert proc.returncode == (1 if any(f.is_new for f in findings) else 0), proc.stderr
     report = json.loads((out / "report.json").read_text())
@@ -316,10 +354,52 @@ def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
 
     suite = ET.parse(out / "report.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("tests", "0")) == 1 + len(findings)
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert samples and samples[-1]["cases"] == report["totals"]["cases"] and samples[-1]["coverage"] > 0
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "Cases per minute" in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page  # self-contained
+    assert report["totals"]["drawn"].get("op:mm", 0) > 0 and "op:addmm" not in report["totals"]["drawn"]
+
+
+@pytest.mark.campaign
+@pytest.mark.parametrize("signals", [
+    pytest.param((signal.SIGTERM,), id="sigterm"),  # CI cancel, timeout, systemd
+    pytest.param((signal.SIGINT, signal.SIGINT), id="ctrl-c-twice"),
+])
+def test_a_signal_cuts_the_campaign_short_with_fresh_reports_and_says_so(tmp_path: Path,
+                                                                        signals: tuple[int, ...]) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
+    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "300s", "--out", str(out), *QUICK],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        for _ in range(960):
+            if list((out / "findings").glob("*.json")):
+                break
+            time.sleep(0.25)
+        else:
+            pytest.fail("no finding within 240s")
+        for signum in signals:  # to the whole process group, as a terminal or a CI runner does
+            os.killpg(proc.pid, signum)
+            time.sleep(1.0)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signals[0], err
+    assert "exited unexpectedly" not in err and "Traceback" not in err, err
+    report = json.loads((out / "report.json").read_text())
+    assert report["distinct_findings"] == len(load_findings([out], pytest.fail)) >= 1  # not stale
+    assert load_campaign(out, pytest.fail)["sessions"][0]["status"] == "interrupted"
 
 
 def test_example_database_backends(tmp_path: Path) -> None:
     from hypothesis.database import DirectoryBasedExampleDatabase
+
+    from fuzz import shared_store
 
     assert shared_store.open_database("none") is None
     shared = shared_store.open_database(str(tmp_path / "shared"))
