@@ -23,14 +23,14 @@ def plural(n: int, word: str) -> str:
 
 
 def status_line(elapsed: float, budget_s: float, session: dict[str, Any], findings: Iterable[Finding]) -> str:
-    """E.g. `[1:02/5:00] 123 cases 118/min 3% rej | 3 found (1 new) | 0 rst`: under 80 columns
+    """E.g. `[1:02/5:00] 123 cases 118/min 3% rej | 3 found 1 new | 0 rst`: under 80 columns
     for an 8-hour campaign of a million cases (rej: rejected cases, rst: worker restarts)."""
     findings = list(findings)
     new = sum(f.is_new for f in findings)
     rate = 60 * session["cases"] / elapsed if elapsed > 0 else 0.0
     rejected = 100 * session["rejected"] / session["cases"] if session["cases"] else 0.0
     return (f"[{clock(elapsed)}/{clock(budget_s)}] {session['cases']} cases {rate:.0f}/min {rejected:.0f}% rej | "
-            f"{len(findings)} found ({new} new) | {session['restarts']} rst")
+            f"{len(findings)} found {new} new | {session['restarts']} rst")
 
 
 class Progress:
