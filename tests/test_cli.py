@@ -14,6 +14,7 @@ import pytest
 
 from fuzz.cli import duration, main
 from fuzz.findings import FindingsStore, record_from_violation
+from fuzz.workers import Outcome
 from tests.test_repro import _small_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,3 +181,48 @@ def test_replay_and_export_skip_what_they_cannot_use(capsys: pytest.CaptureFixtu
     assert "warning: no repro for numerics/other: case is missing field" in captured.err
     scripts = list((d / "repros").glob("*.py"))
     assert len(scripts) == 1 and "EXPECTED = [('numerics', 'tolerance:mm:float32')]" in scripts[0].read_text()
+
+
+class FakeExecutor:
+    """Replays every case to the outcome given (no worker, no compiling)."""
+
+    outcome: Outcome = Outcome()
+
+    def __init__(self, *_a: object, **_k: object) -> None:
+        self.info = {"torch": "2.13.0+cpu"}
+
+    def run(self, case: dict[str, object]) -> Outcome:
+        return self.outcome
+
+    def stop(self) -> None:
+        pass
+
+
+def verdict(*signatures: str, rejected: bool = False) -> dict[str, object]:
+    found = [{"oracle": "numerics", "severity": "wrong result", "signature": s, "message": "m"} for s in signatures]
+    return {"violations": found, "known": [], "rejected": rejected, "error_ratio": 0.0,
+            "failure": {"type": "RuntimeError", "message": "eager rejects it", "frame": None} if rejected else None,
+            "poisoned": ""}
+
+
+@pytest.mark.parametrize(("outcome", "state", "status"), [
+    pytest.param(Outcome(verdict=verdict("tolerance:mm:float32")), "STILL FAILS", 1, id="still-fails"),
+    pytest.param(Outcome(verdict=verdict("other:mm")), "FAILS DIFFERENTLY: numerics/other:mm", 1,
+                 id="fails-differently"),
+    pytest.param(Outcome(verdict=verdict(rejected=True)), "CANNOT CHECK (the case is rejected now: eager rejects it)",
+                 2, id="rejected-now"),
+    pytest.param(Outcome(verdict=verdict()), "FIXED", 0, id="fixed"),
+])
+def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, outcome: Outcome, state: str,
+                                                   status: int) -> None:
+    from fuzz import workers
+
+    store = FindingsStore(tmp_path)
+    v = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
+    store.add(record_from_violation(v, _small_case().to_json(), known_bug=None, violations=[v], versions={},
+                                    origin={}))
+    monkeypatch.setattr(workers, "Executor", FakeExecutor)
+    monkeypatch.setattr(FakeExecutor, "outcome", outcome)
+    assert main(["replay", str(tmp_path)]) == status
+    assert capsys.readouterr().out.splitlines()[0].startswith(f"{state:<12} numerics/tolerance:mm:float32")

@@ -142,3 +142,53 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
     (name, path), = set(request.node.user_properties)  # Hypothesis replays the failure: same script
     assert name == "repro" and Path(path).parent == tmp_path
     assert "EXPECTED = [('numerics', 'exact-mismatch:bmm:float32')]" in Path(path).read_text()
+
+
+def test_a_repro_says_fixed_only_when_nothing_fails(tmp_path: Path) -> None:
+    gone = Violation("numerics", "wrong result", "exact-mismatch:mm:float32", "mm: 3 element(s) differ")
+    path = Path(write_repro(_small_case(), [gone], tmp_path))  # ATen mm on this case: right
+    run = "        yield session.evaluate(Case.loads(CASE_JSON))\n"
+    other_bug = ("        verdict = session.evaluate(Case.loads(CASE_JSON))\n"
+                 "        from oracles.model import Violation\n"
+                 "        verdict.violations.append(Violation('layout_spec', 'unsound', 'planted:mm', 'planted'))\n"
+                 "        yield verdict\n")
+    path.write_text(path.read_text().replace(run, other_bug))
+    result = run_repro(path)
+    assert result.exit_code == repro.REPRO_DIFFERENT, result
+    assert result.verdict.startswith("FAILS DIFFERENTLY") and "layout_spec planted:mm" in result.verdict
+
+
+def _rows_case(rows: int) -> Case:
+    shapes = [(rows, 8), (8, 4)]
+    return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=3,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "float32") for s in shapes))
+
+
+def test_pytest_repro_dir_writes_one_script_for_the_shrunk_case(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuzz.session import Verdict
+    from tests import checking
+
+    class RowsBug:
+        """A session whose planted bug shows on every case of 5 rows or more (nothing compiles)."""
+
+        def evaluate(self, case: Case) -> Verdict:
+            rows = case.inputs[0].shape[0]
+            found = [Violation("numerics", "wrong result", "planted:mm", f"{rows} rows")] if rows >= 5 else []
+            return Verdict(types.SimpleNamespace(eager_failure=None, compile_failure=None), found, [])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checking, "error_ratio", lambda observation: 0.0)
+    request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
+                                    node=types.SimpleNamespace(user_properties=[]))
+
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(st.integers(1, 300).map(_rows_case))
+    def prop(case: Case) -> None:
+        checking.assert_case_passes(case, RowsBug(), request)  # type: ignore[arg-type]
+
+    with pytest.raises(pytest.fail.Exception):
+        prop()
+    scripts = list(tmp_path.glob("*.py"))
+    assert len(scripts) == 1, [s.name for s in scripts]  # not one per failing shrink step
+    assert '"shape": [5, 8]' in scripts[0].read_text()  # the shrunk case
