@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import html as html_lib
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -88,13 +89,21 @@ def mermaid_charts(summary: dict[str, Any]) -> list[str]:
 
 # --- HTML ------------------------------------------------------------------------------------------
 
+def nice_ticks(top: float, most: int = 5) -> list[float]:
+    """0, step, 2 step, ... up to at least `top`, step 1, 2, 2.5 or 5 times a power of ten."""
+    raw = max(top, 1e-9) / (most - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    return [round(i * step, 10) for i in range(math.ceil(top / step - 1e-9) + 1)] or [0.0, step]
+
 def _esc(text: Any) -> str:
     return html_lib.escape(str(text), quote=True)
 
 
-def svg_lines(title: str, y_label: str, lines: Sequence[tuple[str, str, Points]], width: int = 460,
-              height: int = 220) -> str:
-    """A line chart (x: minutes) as inline SVG; an empty one says there is no data."""
+def svg_lines(title: str, y_label: str, lines: Sequence[tuple[str, str, Points]], x_top: float,
+              width: int = 460, height: int = 220) -> str:
+    """A line chart (x: minutes, 0 to `x_top`: the same for every chart) as inline SVG; an empty
+    one says there is no data."""
     left, right, top, bottom = 48, 12, 28, 34
     pts = [p for _, _, ps in lines for p in ps]
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
@@ -103,8 +112,8 @@ def svg_lines(title: str, y_label: str, lines: Sequence[tuple[str, str, Points]]
     if not pts:
         parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="n">no data yet</text></svg>')
         return "".join(parts)
-    x_max = max(max(x for x, _ in pts), 1e-9)
-    y_max = max(max(y for _, y in pts), 1.0) * 1.1
+    x_ticks, y_ticks = nice_ticks(max(x_top, 1e-9)), nice_ticks(max(max(y for _, y in pts), 1.0))
+    x_max, y_max = x_ticks[-1], y_ticks[-1]
     w, h = width - left - right, height - top - bottom
 
     def sx(x: float) -> float:
@@ -113,20 +122,21 @@ def svg_lines(title: str, y_label: str, lines: Sequence[tuple[str, str, Points]]
     def sy(y: float) -> float:
         return top + h - h * y / y_max
 
-    for i in range(5):
-        y = y_max * i / 4
+    for y in y_ticks:
         parts.append(f'<line x1="{left}" x2="{left + w}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="g"/>'
-                     f'<text x="{left - 4}" y="{sy(y) + 4:.1f}" text-anchor="end" class="a">{y:.3g}</text>')
-        x = x_max * i / 4
-        parts.append(f'<text x="{sx(x):.1f}" y="{top + h + 14}" text-anchor="middle" class="a">{x:.3g}</text>')
+                     f'<text x="{left - 4}" y="{sy(y) + 4:.1f}" text-anchor="end" class="a">{y:g}</text>')
+    for x in x_ticks:
+        parts.append(f'<text x="{sx(x):.1f}" y="{top + h + 14}" text-anchor="middle" class="a">{x:g}</text>')
     parts.append(f'<text x="{left + w / 2}" y="{height - 4}" text-anchor="middle" class="a">minutes</text>'
                  f'<text x="12" y="{top + h / 2}" transform="rotate(-90 12 {top + h / 2})" text-anchor="middle" '
                  f'class="a">{_esc(y_label)}</text>')
     for i, (label, color, ps) in enumerate(lines):
         coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in ps)
-        parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
+        dash = ' stroke-dasharray="6 4"' if i else ""  # a second line stays visible where they coincide
+        parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
         parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2" fill="{color}"/>' for x, y in ps if len(ps) < 60]
-        parts.append(f'<text x="{left + 8 + 110 * i}" y="{top + 10}" fill="{color}" class="a">{_esc(label)}</text>')
+        parts.append(f'<text x="{left + w - 70 * i}" y="{top - 6}" text-anchor="end" class="a" '
+                     f'style="fill:{color}">{_esc(label)}</text>')
     return "".join(parts) + "</svg>"
 
 
@@ -168,10 +178,12 @@ def html(summary: dict[str, Any], base: Path) -> str:
     """The dashboard page; links (repros, upstream drafts) are relative to `base`, where it is written."""
     t = summary["totals"]
     series = time_series(summary)
+    x_top = max([x for points in series.values() for x, _ in points] + [1.0])
     charts = [svg_lines("Distinct findings over time", "findings",
-                        [("distinct", "#0969da", series["distinct"]), ("new", "#cf222e", series["new"])]),
-              svg_lines("Cases per minute", "cases/min", [("all hosts", "#1a7f37", series["rate"])]),
-              svg_lines("Coverage of the mm path", "% statements", [("coverage", "#8250df", series["coverage"])])]
+                        [("distinct", "#0969da", series["distinct"]), ("new", "#cf222e", series["new"])], x_top),
+              svg_lines("Cases per minute", "cases/min", [("all hosts", "#1a7f37", series["rate"])], x_top),
+              svg_lines("Coverage of the mm path", "% statements", [("coverage", "#8250df", series["coverage"])],
+                        x_top)]
     rows = []
     for f in summary["findings"]:
         links = [f'<a href="{_esc(f["repro"]["path"])}">repro</a> (exit {_esc(f["repro"].get("exit_code"))})'
