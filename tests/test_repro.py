@@ -80,16 +80,20 @@ def test_repro_of_a_real_bug_fails_standalone_and_the_fixed_case_passes(tmp_path
     assert fixed.exit_code == 0 and fixed.verdict.startswith("FIXED"), fixed
 
 
+def plant(path: Path, *lines: str) -> None:
+    """Run `lines` on each run's verdict (`verdict`, `_attempt`) before the script judges it."""
+    run = "        yield session.evaluate(Case.loads(CASE_JSON))\n"
+    assert run in path.read_text()
+    planted = "".join(f"        {line}\n" for line in ("verdict = session.evaluate(Case.loads(CASE_JSON))", *lines,
+                                                         "yield verdict"))
+    path.write_text(path.read_text().replace(run, planted))
+
+
 @affected
 def test_a_bug_that_hides_in_the_first_run_is_still_reported(tmp_path: Path) -> None:
     path = Path(write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path))
-    run = "        yield session.evaluate(Case.loads(CASE_JSON))\n"
-    assert run in path.read_text()
-    hidden_once = ("        verdict = session.evaluate(Case.loads(CASE_JSON))\n"
-                   "        if _attempt == 0:  # planted: the first run happens to read benign memory\n"
-                   "            verdict.violations.clear(); verdict.known.clear()\n"
-                   "        yield verdict\n")
-    path.write_text(path.read_text().replace(run, hidden_once))
+    plant(path, "if _attempt == 0:  # planted: the first run happens to read benign memory",
+          "    verdict.violations.clear(); verdict.known.clear()")
     result = run_repro(path)
     assert result.exit_code == 1 and "exact-mismatch:bmm:float32" in result.verdict, result
 
@@ -147,12 +151,8 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
 def test_a_repro_says_fixed_only_when_nothing_fails(tmp_path: Path) -> None:
     gone = Violation("numerics", "wrong result", "exact-mismatch:mm:float32", "mm: 3 element(s) differ")
     path = Path(write_repro(_small_case(), [gone], tmp_path))  # ATen mm on this case: right
-    run = "        yield session.evaluate(Case.loads(CASE_JSON))\n"
-    other_bug = ("        verdict = session.evaluate(Case.loads(CASE_JSON))\n"
-                 "        from oracles.model import Violation\n"
-                 "        verdict.violations.append(Violation('layout_spec', 'unsound', 'planted:mm', 'planted'))\n"
-                 "        yield verdict\n")
-    path.write_text(path.read_text().replace(run, other_bug))
+    plant(path, "from oracles.model import Violation",
+          "verdict.violations.append(Violation('layout_spec', 'unsound', 'planted:mm', 'planted'))")
     result = run_repro(path)
     assert result.exit_code == repro.REPRO_DIFFERENT, result
     assert result.verdict.startswith("FAILS DIFFERENTLY") and "layout_spec planted:mm" in result.verdict
