@@ -185,7 +185,7 @@ class Coordinator:
         elif kind == "ready":
             if self.deadline is None:
                 self.deadline = time.time() + self.opts.budget_s
-                self.progress.started = time.time()
+                self.progress.begin()
             d.device = payload["device"]
             s["device"], s["env"] = payload["device"], s["env"] or payload["env"]
         elif kind == "log":

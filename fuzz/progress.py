@@ -40,11 +40,18 @@ class Progress:
         if mode == "auto":
             mode = "tty" if sys.stderr.isatty() else "plain"
         self.mode, self.budget_s, self.emit = mode, budget_s, emit
-        self.started = time.time()
+        self.started = time.time()  # reset when the first worker is ready: the budget starts then
+        self.ready = False
         self.last = 0.0
         self.line = ""
 
+    def begin(self) -> None:
+        """The first worker is ready: the budget's clock starts."""
+        self.started, self.ready = time.time(), True
+
     def status(self, session: dict[str, Any], findings: Iterable[Finding]) -> str:
+        if not self.ready:
+            return f"[starting {clock(time.time() - self.started)}] waiting for {plural(session['workers'], 'worker')}"
         return status_line(time.time() - self.started, self.budget_s, session, findings)
 
     def _show(self, line: str) -> None:
