@@ -21,7 +21,7 @@ from typing import Any
 
 from fuzz.coordinator import Coordinator
 from fuzz.findings import CAMPAIGN_FILE, FindingsStore, load_campaign, now, write_json_atomic
-from fuzz.shared_store import StoreError, StoreSync, open_store
+from fuzz.shared_store import StoreError, StoreSync, is_url, open_store
 from fuzz.workers import visible_gpu_ids
 
 
@@ -142,12 +142,14 @@ def run_campaign(opts: CampaignOptions, emit: Callable[[str], None] | None = Non
     emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
     gpus = plan_workers(opts)
     shared = None
-    if opts.store:
-        try:
+    try:
+        if opts.store:
             shared = open_store(opts.store)
             shared.check()
-        except StoreError as e:
-            raise CampaignError(str(e)) from None
+        if is_url(opts.db):
+            open_store(opts.db).check()
+    except StoreError as e:
+        raise CampaignError(str(e)) from None
     out = prepare_out_dir(opts.out)
 
     def warn(message: str) -> None:
@@ -184,18 +186,17 @@ def run_campaign(opts: CampaignOptions, emit: Callable[[str], None] | None = Non
             if coordinator.fatal:
                 raise CampaignError(coordinator.fatal)
             interrupts.finishing = True
-            status = finish(out, store, record, opts, emit, interrupts.cancel, sync)
+            status = finish(out, store, record, opts, emit, interrupts.cancel, sync, coordinator.coverage)
         return interrupts.exit_status or status
 
 
 def finish(out: Path, store: FindingsStore, record: dict[str, Any], opts: CampaignOptions,
-           emit: Callable[[str], None], cancel: threading.Event, sync: StoreSync | None) -> int:
-    """After the drivers: coverage, repro export (verified unless cancelled), reports, the shared
-    store's last writes, the exit status."""
+           emit: Callable[[str], None], cancel: threading.Event, sync: StoreSync | None,
+           coverage: dict[str, Any] | None) -> int:
+    """After the drivers: coverage (as last sampled), repro export (verified unless cancelled),
+    reports, the shared store's last writes, the exit status."""
     from fuzz import report
-    from fuzz.coverage_report import coverage_summary
 
-    coverage = coverage_summary(out / "coverage") if opts.coverage else None
     if coverage is not None:
         record["coverage"] = coverage
         write_json_atomic(out / CAMPAIGN_FILE, record)

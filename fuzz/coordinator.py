@@ -63,6 +63,7 @@ class Coordinator:
         self.progress = Progress(opts.progress, opts.budget_s, emit)
         self.samples_path = opts.out / SAMPLES_FILE
         self.samples: list[dict[str, Any]] = []
+        self.coverage: dict[str, Any] | None = None  # the last coverage summary (run --coverage)
         self.broadcast_claims: set[str] = set()
         self._saved = self._sampled = 0.0
         self._sampled_cases = 0
@@ -95,14 +96,14 @@ class Coordinator:
         return sample
 
     def coverage_now(self) -> float | None:
+        """The coverage reached so far (percent; None unless measured); keeps the summary."""
         if not self.opts.coverage:
             return None
         from fuzz.coverage_report import coverage_summary
 
         with contextlib.suppress(Exception):  # a worker may be writing its data file right now
-            summary = coverage_summary(self.opts.out / "coverage")
-            return summary["percent"] if summary else None
-        return None
+            self.coverage = coverage_summary(self.opts.out / "coverage")
+        return self.coverage["percent"] if self.coverage else None
 
     def publish(self, finding: Finding) -> None:
         if self.sync is not None:

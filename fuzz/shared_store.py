@@ -87,7 +87,8 @@ class DirectoryStore:
     def publish_record(self, host_id: str, record: dict[str, Any]) -> None:
         write_json_atomic(self.root / "hosts" / host_id / CAMPAIGN_FILE, record)
 
-    def publish_samples(self, host_id: str, samples: list[dict[str, Any]]) -> None:
+    def publish_samples(self, host_id: str, samples: list[dict[str, Any]], start: int) -> None:
+        """Write all of the host's `samples` (those from `start` on are new)."""
         path = self.root / "hosts" / host_id / SAMPLES_FILE
         tmp = path.with_name(f".{SAMPLES_FILE}.{os.getpid()}.tmp")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,10 +170,11 @@ class RedisStore:
     def publish_record(self, host_id: str, record: dict[str, Any]) -> None:
         self.client.hset(f"{PREFIX}hosts", host_id, json.dumps(record, sort_keys=True))
 
-    def publish_samples(self, host_id: str, samples: list[dict[str, Any]]) -> None:
-        if samples:
+    def publish_samples(self, host_id: str, samples: list[dict[str, Any]], start: int) -> None:
+        """Add the host's new samples (from `start` on) to its hash (keyed by time: idempotent)."""
+        if samples[start:]:
             self.client.hset(f"{PREFIX}samples:{host_id}",
-                             mapping={f"{s['t']:.3f}": json.dumps(s, sort_keys=True) for s in samples})
+                             mapping={f"{s['t']:.3f}": json.dumps(s, sort_keys=True) for s in samples[start:]})
 
     def claim(self, key: str, host_id: str) -> bool:
         return bool(self.client.hsetnx(f"{PREFIX}claims", key, host_id))
@@ -307,7 +309,11 @@ class StoreSync:
 
     @property
     def pending(self) -> int:
-        return len(self.dirty) + self.record_dirty
+        return len(self.dirty) + self.record_dirty + (len(self.samples) > self.samples_written)
+
+    def mark_all(self) -> None:
+        """Write everything this host has again (the store may have lost it)."""
+        self.dirty, self.record_dirty, self.samples_written = set(self.findings), True, 0
 
     def claim(self, key: str) -> None:
         """Claim `key` for this host (best effort: a store that does not answer just loses the race)."""
@@ -324,16 +330,17 @@ class StoreSync:
             generation = self.store.generation()
             if self.generation is not None and generation != self.generation:
                 self.emit(f"store {self.store.label} restarted: writing everything again")
-                self.dirty, self.record_dirty, self.samples_written = set(self.findings), True, 0
+                self.mark_all()
             self.generation = generation
             for key in sorted(self.dirty):
                 self.store.publish_finding(self.host_id, self.findings[key])
                 self.dirty.discard(key)
             if self.record_dirty and self.record is not None:
                 self.store.publish_record(self.host_id, self.record)
-                self.store.publish_samples(self.host_id, self.samples[self.samples_written:]
-                                           if isinstance(self.store, RedisStore) else self.samples)
-                self.samples_written, self.record_dirty = len(self.samples), False
+                self.record_dirty = False
+            if len(self.samples) > self.samples_written:
+                self.store.publish_samples(self.host_id, self.samples, self.samples_written)
+                self.samples_written = len(self.samples)
             self.claimed = self.store.claims()
         except _unavailable() as e:
             if self.down_since is None:
@@ -346,7 +353,7 @@ class StoreSync:
             self.emit(f"store {self.store.label} answers again after {now - self.down_since:.0f}s: "
                       "everything written again")
             self.down_since = None
-            self.dirty, self.record_dirty, self.samples_written = set(self.findings), True, 0
+            self.mark_all()
             return self.flush(force=True)
         self.next_try = now + self.interval_s
         return True
