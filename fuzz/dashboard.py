@@ -101,16 +101,16 @@ def _esc(text: Any) -> str:
 
 
 def svg_lines(title: str, y_label: str, lines: Sequence[tuple[str, str, Points]], x_top: float,
-              width: int = 460, height: int = 220) -> str:
+              empty: str = "no data yet", width: int = 460, height: int = 220) -> str:
     """A line chart (x: minutes, 0 to `x_top`: the same for every chart) as inline SVG; an empty
-    one says there is no data."""
+    one says `empty`."""
     left, right, top, bottom = 48, 12, 28, 34
     pts = [p for _, _, ps in lines for p in ps]
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
              f'aria-label="{_esc(title)}"><text x="{width / 2}" y="16" text-anchor="middle" class="t">'
              f'{_esc(title)}</text>']
     if not pts:
-        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="n">no data yet</text></svg>')
+        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="n">{_esc(empty)}</text></svg>')
         return "".join(parts)
     x_ticks, y_ticks = nice_ticks(max(x_top, 1e-9)), nice_ticks(max(max(y for _, y in pts), 1.0))
     x_max, y_max = x_ticks[-1], y_ticks[-1]
@@ -183,7 +183,7 @@ def html(summary: dict[str, Any], base: Path) -> str:
                         [("distinct", "#0969da", series["distinct"]), ("new", "#cf222e", series["new"])], x_top),
               svg_lines("Cases per minute", "cases/min", [("all hosts", "#1a7f37", series["rate"])], x_top),
               svg_lines("Coverage of the mm path", "% statements", [("coverage", "#8250df", series["coverage"])],
-                        x_top)]
+                        x_top, empty="not measured (run --coverage)")]
     rows = []
     for f in summary["findings"]:
         links = [f'<a href="{_esc(f["repro"]["path"])}">repro</a> (exit {_esc(f["repro"].get("exit_code"))})'
