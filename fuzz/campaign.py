@@ -21,7 +21,7 @@ from typing import Any
 
 from fuzz.coordinator import Coordinator
 from fuzz.findings import CAMPAIGN_FILE, FindingsStore, load_campaign, now, write_json_atomic
-from fuzz.shared_store import StoreError, StoreSync, is_url, open_store
+from fuzz.shared_store import SAMPLES_FILE, StoreError, StoreSync, is_url, open_store, read_samples
 from fuzz.workers import visible_gpu_ids
 
 
@@ -205,7 +205,7 @@ def finish(out: Path, store: FindingsStore, record: dict[str, Any], opts: Campai
 
         export_findings(store, out / "repros", emit=emit, timeout_s=max(300.0, 2 * opts.case_timeout_s),
                         cancel=cancel)
-    paths = report.write_reports(out, list(store), [record], report.load_samples([out], emit))
+    paths = report.write_reports(out, list(store), [record], read_samples(out / SAMPLES_FILE, lambda m: emit(f"warning: {m}")))
     emit(report.summary_line(list(store), [record]))
     emit("reports: " + ", ".join(str(p) for p in paths))
     if sync is not None:

@@ -21,7 +21,6 @@ import socket
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait
-from pathlib import Path
 from typing import Any
 
 from fuzz.findings import CAMPAIGN_FILE, Finding, FindingsStore, now, write_json_atomic

@@ -14,9 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.findings import Finding, Warn, campaign_totals, now, write_json_atomic
+from fuzz.findings import Finding, campaign_totals, now, write_json_atomic
 from fuzz.progress import clock, plural
-from fuzz.shared_store import SAMPLES_FILE, read_samples
 
 
 def summarize(findings: Sequence[Finding], records: Sequence[dict[str, Any]],
@@ -154,21 +153,13 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def load_samples(dirs: Iterable[Path], warn: Warn) -> list[dict[str, Any]]:
-    """The progress samples of campaign directories."""
-    return [s for d in dirs for s in read_samples(Path(d) / SAMPLES_FILE, warn)]
-
-
 def write_reports(out: Path, findings: Sequence[Finding], records: Sequence[dict[str, Any]],
-                  samples: Sequence[dict[str, Any]] = (), json_path: Path | None = None,
-                  junit_path: Path | None = None, markdown_path: Path | None = None,
-                  html_path: Path | None = None) -> list[Path]:
-    """report.json, report.xml (JUnit), report.md and report.html into `out` (or the paths given)."""
+                  samples: Sequence[dict[str, Any]] = ()) -> list[Path]:
+    """report.json, report.xml (JUnit), report.md and report.html into `out`."""
     from fuzz.dashboard import html
 
     summary = summarize(findings, records, samples)
-    paths = [json_path or out / "report.json", junit_path or out / "report.xml", markdown_path or out / "report.md",
-             html_path or out / "report.html"]
+    paths = [out / "report.json", out / "report.xml", out / "report.md", out / "report.html"]
     write_json_atomic(paths[0], summary)
     for path, text in zip(paths[1:], (junit_xml(summary), markdown(summary), html(summary, paths[3].parent))):
         path.parent.mkdir(parents=True, exist_ok=True)
