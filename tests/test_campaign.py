@@ -255,7 +255,7 @@ def test_innermost_frame_is_the_crashing_threads() -> None:
 def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
         tmp_path: Path, fault: str, signature: str, last_words: str) -> None:
     out = tmp_path / "out"
-    timeout = ("--case-timeout", "5s") if fault == "hang" else ()  # a slow case on a busy machine is no hang
+    timeout = ("--case-timeout", "10s") if fault == "hang" else ()  # a slow case on a busy machine is no hang
     proc = run_fuzz("run", "--budget", "14s", "--out", str(out), *QUICK, *timeout,
                     fault=f"{fault}:case={simplest_case()}")
     assert proc.returncode == 1, proc.stderr  # a new finding
