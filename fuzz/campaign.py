@@ -184,6 +184,8 @@ def run_campaign(opts: CampaignOptions, emit: Callable[[str], None] | None = Non
                 coordinator.save_record()
                 coordinator.progress.finish(session, store)
             if coordinator.fatal:
+                if sync is not None:
+                    sync.drain(timeout_s=10)  # what was found before the failure
                 raise CampaignError(coordinator.fatal)
             interrupts.finishing = True
             status = finish(out, store, record, opts, emit, interrupts.cancel, sync, coordinator.coverage)
@@ -205,7 +207,8 @@ def finish(out: Path, store: FindingsStore, record: dict[str, Any], opts: Campai
 
         export_findings(store, out / "repros", emit=emit, timeout_s=max(300.0, 2 * opts.case_timeout_s),
                         cancel=cancel)
-    paths = report.write_reports(out, list(store), [record], read_samples(out / SAMPLES_FILE, lambda m: emit(f"warning: {m}")))
+    samples = read_samples(out / SAMPLES_FILE, lambda message: emit(f"warning: {message}"))
+    paths = report.write_reports(out, list(store), [record], samples)
     emit(report.summary_line(list(store), [record]))
     emit("reports: " + ", ".join(str(p) for p in paths))
     if sync is not None:

@@ -110,7 +110,8 @@ def svg_lines(title: str, y_label: str, lines: Sequence[tuple[str, str, Points]]
              f'aria-label="{_esc(title)}"><text x="{width / 2}" y="16" text-anchor="middle" class="t">'
              f'{_esc(title)}</text>']
     if not pts:
-        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="n">{_esc(empty)}</text></svg>')
+        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="n">{_esc(empty)}</text>'
+                     '</svg>')
         return "".join(parts)
     x_ticks, y_ticks = nice_ticks(max(x_top, 1e-9)), nice_ticks(max(max(y for _, y in pts), 1.0))
     x_max, y_max = x_ticks[-1], y_ticks[-1]
@@ -201,9 +202,11 @@ def html(summary: dict[str, Any], base: Path) -> str:
 <p><b>{t['cases']} cases</b> in {t['seconds'] / 60:.1f} min ({t['cases_per_min']} cases/min, {t['rejected']} rejected,
 {t['restarts']} worker restarts) over {t['sessions']} session(s) on {_esc(', '.join(summary['hosts']) or '-')}.
 <b>{summary['distinct_findings']} distinct finding(s)</b>: {summary['new_findings']} new,
-{summary['known_findings']} known upstream bug(s) still reproducing. Generated {_esc(summary['generated'])}.{upstream}</p>
+{summary['known_findings']} known upstream bug(s) still reproducing.
+Generated {_esc(summary['generated'])}.{upstream}</p>
 <h2>Over time</h2><div class="grid">{''.join(charts)}</div>
-<h2>What was drawn</h2><div class="grid">{''.join(svg_bars(title, items) for title, items in drawn_groups(summary))}</div>
+<h2>What was drawn</h2>
+<div class="grid">{''.join(svg_bars(title, items) for title, items in drawn_groups(summary))}</div>
 <h2>Findings</h2>
 <table><tr><th>status</th><th>severity</th><th>oracle</th><th>signature and message</th><th>op</th><th>sightings</th>
 <th>minimized</th><th>links</th></tr>

@@ -57,7 +57,8 @@ def test_entry_point_and_top_level_help_do_not_need_torch() -> None:
                  id="unknown-dtype"),
     pytest.param(["run", "--budget", "five minutes"], "argument --budget: cannot parse 'five minutes' as a duration",
                  id="unparsable-budget"),
-    pytest.param(["run", "--budget", "0s"], "argument --budget: duration '0s' must be more than zero", id="zero-budget"),
+    pytest.param(["run", "--budget", "0s"], "argument --budget: duration '0s' must be more than zero",
+                 id="zero-budget"),
     pytest.param(["run", "--case-timeout", "1x"], "argument --case-timeout: cannot parse '1x'", id="bad-timeout"),
     pytest.param(["run", "--workers", "0"], "--workers must be at least 1", id="zero-workers"),
     pytest.param(["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'", id="unknown-command"),
@@ -95,7 +96,8 @@ def test_inputs_are_checked_before_anything_is_created(capsys: pytest.CaptureFix
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible
     line = fails_with_one_line(capsys, ["run", "--device", "cuda", "--out", str(out)])
     assert "no GPU is visible" in line and not out.exists()
-    line = fails_with_one_line(capsys, ["run", "--store", f"redis://:pw@127.0.0.1:{closed_port()}/0", "--out", str(out)])
+    unreachable = f"redis://:pw@127.0.0.1:{closed_port()}/0"
+    line = fails_with_one_line(capsys, ["run", "--store", unreachable, "--out", str(out)])
     assert "does not answer" in line and "pw" not in line and not out.exists()
 
 

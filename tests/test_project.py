@@ -78,7 +78,8 @@ def test_the_nightly_workflow() -> None:
     check = next(s["run"] for s in wf["jobs"]["plan"]["steps"] if "check-budget" in s.get("run", ""))
     assert check.split()[-1] == str(campaign["timeout-minutes"])
     junit = [s for s in merge["steps"] if "junit" in s.get("uses", "")]
-    assert junit and junit[0]["with"]["report_paths"] == "merged/report.xml" and merge["permissions"]["checks"] == "write"
+    assert junit and junit[0]["with"]["report_paths"] == "merged/report.xml"
+    assert merge["permissions"]["checks"] == "write"
     assert "--seed" in next(s["run"] for s in campaign["steps"] if "fuzz run" in s.get("run", ""))
 
 

@@ -176,7 +176,8 @@ def test_pytest_repro_dir_writes_one_script_for_the_shrunk_case(tmp_path: Path,
         def evaluate(self, case: Case) -> Verdict:
             rows = case.inputs[0].shape[0]
             found = [Violation("numerics", "wrong result", "planted:mm", f"{rows} rows")] if rows >= 5 else []
-            return Verdict(types.SimpleNamespace(eager_failure=None, compile_failure=None), found, [])  # type: ignore[arg-type]
+            observation = types.SimpleNamespace(eager_failure=None, compile_failure=None)
+            return Verdict(observation, found, [])  # type: ignore[arg-type]
 
     monkeypatch.setattr(checking, "error_ratio", lambda observation: 0.0)
     request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
