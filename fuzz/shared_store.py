@@ -36,6 +36,7 @@ from fuzz.findings import CAMPAIGN_FILE, FINDINGS_DIR, Finding, Warn, iter_findi
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 PREFIX = "mm-autotune-fuzz:"
 SAMPLES_FILE = "samples.jsonl"
+HOSTS_DIR = "hosts"
 
 
 class StoreError(Exception):
@@ -82,14 +83,14 @@ class DirectoryStore:
         return str(self.root / "examples")
 
     def publish_finding(self, host_id: str, finding: Finding) -> None:
-        write_json_atomic(self.root / "hosts" / host_id / FINDINGS_DIR / finding.file_name(), finding.to_json())
+        write_json_atomic(self.root / HOSTS_DIR / host_id / FINDINGS_DIR / finding.file_name(), finding.to_json())
 
     def publish_record(self, host_id: str, record: dict[str, Any]) -> None:
-        write_json_atomic(self.root / "hosts" / host_id / CAMPAIGN_FILE, record)
+        write_json_atomic(self.root / HOSTS_DIR / host_id / CAMPAIGN_FILE, record)
 
     def publish_samples(self, host_id: str, samples: list[dict[str, Any]], start: int) -> None:
         """Write all of the host's `samples` (those from `start` on are new)."""
-        path = self.root / "hosts" / host_id / SAMPLES_FILE
+        path = self.root / HOSTS_DIR / host_id / SAMPLES_FILE
         tmp = path.with_name(f".{SAMPLES_FILE}.{os.getpid()}.tmp")
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text("".join(json.dumps(s, sort_keys=True) + "\n" for s in samples), encoding="utf-8")
@@ -116,7 +117,7 @@ class DirectoryStore:
         return keys
 
     def load(self, warn: Warn) -> tuple[list[Finding], list[dict[str, Any]], list[dict[str, Any]]]:
-        hosts = sorted(p for p in (self.root / "hosts").glob("*") if p.is_dir())
+        hosts = sorted(p for p in (self.root / HOSTS_DIR).glob("*") if p.is_dir())
         findings = [f for _, f in iter_finding_files([h / FINDINGS_DIR for h in hosts if (h / FINDINGS_DIR).is_dir()],
                                                       warn)]
         records = [load_campaign(h, warn) for h in hosts]

@@ -1,5 +1,5 @@
 """Where `replay`, `export` and `report` read findings from: campaign output directories, their
-`findings/` folders, single finding files, or a shared store (a Redis URL). A source that does not
+`findings/` folders, single finding files, or a shared store (a Redis URL or a shared directory). A source that does not
 exist is an error (a typo must not pass as an empty campaign); a campaign named twice (also as
 `DIR` and `DIR/findings`) is read once."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.findings import CAMPAIGN_FILE, FINDINGS_DIR, Finding, Warn, iter_finding_files, load_campaign, merge
-from fuzz.shared_store import SAMPLES_FILE, StoreError, is_url, open_store, read_samples
+from fuzz.shared_store import HOSTS_DIR, SAMPLES_FILE, StoreError, is_url, open_store, read_samples
 
 
 class SourceError(Exception):
@@ -23,6 +23,11 @@ class Sources:
     campaigns: list[Path] = dataclasses.field(default_factory=list)  # campaign output directories
     loose: list[Path] = dataclasses.field(default_factory=list)  # finding files, folders of them
     stores: list[str] = dataclasses.field(default_factory=list)  # shared store URLs
+
+
+def is_shared_directory(path: Path) -> bool:
+    """A directory that hosts share as their `--store` (fuzz.shared_store.DirectoryStore)."""
+    return path.is_dir() and (path / HOSTS_DIR).is_dir() and not is_campaign(path)
 
 
 def is_campaign(path: Path) -> bool:
@@ -47,7 +52,10 @@ def resolve(texts: Iterable[str]) -> Sources:
         if key in seen:
             continue
         seen.add(key)
-        (out.campaigns if path.is_dir() and is_campaign(path) else out.loose).append(path)
+        if is_shared_directory(path):
+            out.stores.append(str(path))
+        else:
+            (out.campaigns if path.is_dir() and is_campaign(path) else out.loose).append(path)
     return out
 
 

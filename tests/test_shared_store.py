@@ -89,12 +89,13 @@ def test_an_unreachable_or_restarted_redis_costs_no_findings(redis_server: Redis
     assert {(f.signature, f.count) for f in findings} == {("tolerance:mm:float16", 2), ("later", 5)}
 
 
-def test_report_reads_the_store(redis_server: RedisServer, tmp_path: Path,
+def test_report_reads_the_store(store: DirectoryStore | RedisStore, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
-    store = RedisStore(redis_server.url)
+    store.check()
     store.publish_finding("a-1", finding("a-1", 3))
     store.publish_finding("b-2", finding("b-2", 4))
-    assert main(["report", redis_server.url, "--json", str(tmp_path / "r.json")]) == 0
+    spec = store.url if isinstance(store, RedisStore) else str(store.root)
+    assert main(["report", spec, "--json", str(tmp_path / "r.json")]) == 0
     summary = json.loads((tmp_path / "r.json").read_text())
     assert summary["distinct_findings"] == 1 and summary["findings"][0]["count"] == 7
     assert summary["findings"][0]["sightings"] == {"a-1": 3, "b-2": 4}
