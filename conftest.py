@@ -1,5 +1,5 @@
 """pytest setup: Hypothesis profiles, one inductor/Triton cache and one GPU per xdist worker,
-`--repro-dir`, and the `fuzz_session` fixture."""
+`--repro-dir`, the reject-rate check of property tests, and the `fuzz_session` fixture."""
 
 from __future__ import annotations
 
@@ -31,6 +31,17 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(worker[2:]) % len(gpus)]
     if not config.getoption("--hypothesis-profile", default=None):
         settings.load_profile(default_profile(len(gpus)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    """After a passing `reject_ceiling` test (all its Hypothesis examples), check its op's reject rate."""
+    result = yield
+    if item.get_closest_marker("reject_ceiling") is not None:
+        from tests.checking import assert_reject_rate_within_ceiling
+
+        assert_reject_rate_within_ceiling(item.callspec.params["op"])  # type: ignore[attr-defined]
+    return result
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,16 @@
-"""`python -m fuzz`: run a campaign, replay stored findings, export repros, report.
+"""`python -m fuzz` (or `mm-autotune-fuzz`): run a campaign, replay stored findings, export
+repros, report.
 
 Bad input (an unknown op, backend or dtype, a budget that does not parse, an unwritable output
-directory) ends with one line on stderr and exit status 2, never a traceback. `replay`, `export`
-and `report` skip a corrupt finding file with a warning and go on."""
+directory, a source that does not exist, a store that does not answer) ends with one line on
+stderr and exit status 2, never a traceback. `replay`, `export` and `report` skip a corrupt
+finding file with a warning and go on."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import secrets
 import sys
@@ -16,12 +19,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 EXAMPLES = """examples:
-  python -m fuzz run --budget 5m --out findings
-  python -m fuzz run --budget 8h --op mm,addmm --dtype float16 --out findings --db /shared/mm-fuzz-db
-  python -m fuzz replay findings
-  python -m fuzz export findings
-  python -m fuzz report host1/findings host2/findings --junit merged.xml --markdown merged.md
+  python -m fuzz run --budget 5m --out campaign
+  python -m fuzz run --budget 8h --op mm,addmm --dtype float16 --out campaign --store redis://fuzz-redis:6379/0
+  python -m fuzz replay campaign
+  python -m fuzz export campaign
+  python -m fuzz report campaign
+  python -m fuzz report redis://fuzz-redis:6379/0 --html merged.html --junit merged.xml
 """
+STORE_ENV = "MM_FUZZ_STORE"
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,7 +48,10 @@ def duration(text: str) -> float:
 
 def _choices(kind: str, known: Sequence[str], upper: bool = False) -> Any:
     def parse(text: str) -> tuple[str, ...]:
-        items = tuple(i.strip().upper() if upper else i.strip() for i in text.split(",") if i.strip())
+        items = tuple(i.strip().upper() if upper else i.strip() for i in text.split(","))
+        if "" in items and any(items):
+            raise argparse.ArgumentTypeError(f"empty {kind} in {text!r} (a stray comma?)")
+        items = tuple(i for i in items if i)
         for item in items:
             if item not in known:
                 raise argparse.ArgumentTypeError(f"unknown {kind} {item!r}; known: {', '.join(known)}")
@@ -60,8 +68,9 @@ def _known_backends() -> list[str]:
 
 
 def _add_sources(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sources", nargs="+", type=Path, metavar="DIR|FILE",
-                        help="campaign output directories, findings directories or finding files")
+    parser.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help="campaign output directories, findings directories, finding files, or a shared "
+                             "store's URL (redis://host:port/db)")
 
 
 def build_parser() -> Parser:
@@ -76,14 +85,16 @@ def build_parser() -> Parser:
         "Generate cases with Hypothesis and run each in an isolated worker process (one per GPU, or N on a CPU "
         "machine) until the time budget is spent. Findings are written to OUT/findings the moment they are found "
         "(deduplicated by violation signature, with counts), shrunk, exported as standalone repros to OUT/repros "
-        "and summarized in OUT/report.{json,xml,md}. Running again with the same OUT resumes the campaign. "
-        "Exit status: 1 when OUT holds new (unknown) findings, 0 when it does not, 2 on bad input."))
+        "and summarized in OUT/report.{json,xml,md,html}. Running again with the same OUT resumes the campaign. "
+        "Hosts of one campaign share a --store. Exit status: 1 when OUT holds new (unknown) findings, 0 when it "
+        "does not, 2 on bad input, 130 / 143 when Ctrl-C / SIGTERM cut it short (reports are written all the "
+        "same)."))
     run.add_argument("--budget", type=duration, default=duration("5m"), metavar="DURATION",
                      help="wall-clock time to generate cases for, e.g. 90s, 5m, 8h (default 5m), counted from when "
                           "the workers are ready; a finding found near the end may still be shrunk for up to "
                           "--shrink-time")
-    run.add_argument("--out", type=Path, default=Path("findings"), metavar="DIR",
-                     help="output directory; an existing campaign there is resumed (default ./findings)")
+    run.add_argument("--out", type=Path, default=Path("campaign"), metavar="DIR",
+                     help="output directory; an existing campaign there is resumed (default ./campaign)")
     run.add_argument("--seed", type=int, default=None,
                      help="campaign seed (default: random, printed); give each host of a shared campaign its own")
     run.add_argument("--op", type=_choices("op", OPS), default=(), metavar="OPS",
@@ -105,9 +116,13 @@ def build_parser() -> Parser:
     run.add_argument("--shrink-time", type=duration, default=None, metavar="DURATION",
                      help="time to shrink each distinct finding (default: a twentieth of the budget, 10s to 60s); "
                           "a worker spends at most half its time shrinking, findings beyond that wait their turn")
+    run.add_argument("--store", default=os.environ.get(STORE_ENV, ""), metavar="DIR|URL",
+                     help="the store the hosts of one campaign share: redis://[:password@]host:port/db (rediss:// "
+                          f"for TLS) or a shared directory; holds the example database and every host's findings "
+                          f"(default ${STORE_ENV}, else none). Give each host its own --seed")
     run.add_argument("--db", default="", metavar="DIR|URL",
-                     help="Hypothesis example database: a directory (may be shared by hosts), redis://host:port/0, "
-                          "or none (default OUT/examples)")
+                     help="Hypothesis example database: a directory, redis://host:port/db, or none (default: the "
+                          "--store's, else OUT/examples)")
     run.add_argument("--coverage", action="store_true",
                      help="measure the coverage of inductor's mm path reached by the campaign (slower)")
     run.add_argument("--no-export", action="store_true", help="do not write and verify repro scripts at the end")
@@ -116,7 +131,8 @@ def build_parser() -> Parser:
 
     replay = sub.add_parser("replay", help="re-run stored findings and say which still fail", description=(
         "Run each stored finding's case (its shrunk form when there is one) again in an isolated worker and "
-        "say whether it still fails the same way. Exit status: 1 when a new (unknown) finding still fails."))
+        "say whether it still fails the same way. Exit status: 1 when a new (unknown) finding still fails or a "
+        "finding now fails differently, else 2 when a case could not be checked (it is rejected now), else 0."))
     _add_sources(replay)
     replay.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
                         help="per-case timeout (default 5m)")
@@ -125,20 +141,23 @@ def build_parser() -> Parser:
     export = sub.add_parser("export", help="write a standalone repro script per finding", description=(
         "Write one standalone script per finding (needs only torch; exits 1 while the bug is present, 0 once "
         "fixed) into DIR/repros, and run each with plain python to check that it reproduces."))
-    export.add_argument("sources", nargs="+", type=Path, metavar="DIR", help="campaign output directories")
+    _add_sources(export)
     export.add_argument("--to", type=Path, default=None, metavar="DIR",
-                        help="write the scripts here instead of each campaign's repros/")
+                        help="write the scripts here instead of each campaign's repros/ (needed for other sources)")
     export.add_argument("--no-verify", action="store_true", help="write the scripts without running them")
     export.add_argument("--timeout", type=duration, default=duration("15m"), metavar="DURATION",
                         help="time allowed to each script when verifying (default 15m)")
 
     report = sub.add_parser("report", help="summarize (and merge) findings directories", description=(
         "Merge the findings of one or more campaign directories (hosts, sessions): counts add up, the smallest "
-        "shrunk case wins. Prints a Markdown summary; writes JSON / JUnit XML / Markdown files when asked."))
+        "shrunk case wins. A shared store's URL reads every host of that campaign. Prints a Markdown summary; "
+        "writes JSON / JUnit XML / Markdown / HTML files when asked."))
     _add_sources(report)
     report.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the JSON summary here")
     report.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write JUnit XML here")
     report.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write the Markdown here")
+    report.add_argument("--html", type=Path, default=None, metavar="FILE",
+                        help="write the dashboard (one self-contained page) here")
     return parser
 
 
@@ -162,8 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         _fail("--workers must be at least 1")
-    if args.db.startswith(("redis://", "rediss://", "unix://")) and importlib.util.find_spec("redis") is None:
-        _fail("the Redis example database needs the redis package (pip install redis)")
+    if args.coverage and importlib.util.find_spec("coverage") is None:
+        _fail("--coverage needs the coverage package (pip install coverage)")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     gpus = [] if args.device == "cpu" else visible_gpu_ids()
     opts = CampaignOptions(
@@ -171,28 +190,52 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=None if args.device == "auto" else args.device,
         profile=args.hypothesis_profile or default_profile(len(gpus)), workers=args.workers,
         case_timeout_s=args.case_timeout, shrink_s=args.shrink_time or min(60.0, max(10.0, args.budget / 20)),
-        db=args.db, coverage=args.coverage, export=not args.no_export, progress=args.progress)
-    if args.coverage and importlib.util.find_spec("coverage") is None:
-        _fail("--coverage needs the coverage package (pip install coverage)")
+        db=args.db, store=args.store, coverage=args.coverage, export=not args.no_export, progress=args.progress)
     try:
         return run_campaign(opts)
     except CampaignError as e:
         _fail(str(e))
 
 
+def _sources(args: argparse.Namespace, load: bool = True) -> tuple[Any, list[Any], list[dict[str, Any]],
+                                                                  list[dict[str, Any]]]:
+    """The command's sources, and (when `load`) their findings, campaign records and samples."""
+    from fuzz import sources
+
+    try:
+        where = sources.resolve(args.sources)
+        return (where, *sources.load(where, _warn)) if load else (where, [], [], [])
+    except sources.SourceError as e:
+        _fail(str(e))
+
+
+def replay_state(finding: Any, case: dict[str, Any], outcome: Any, info: dict[str, Any]) -> tuple[str, int]:
+    """What replaying one of a finding's cases showed, and the exit status it calls for: 1 a new
+    finding still fails or the case fails differently, 2 it cannot be checked (rejected now), else 0."""
+    from fuzz.sightings import rejected, sightings
+
+    keys = {r.key for r in sightings(case, outcome, info, {})}  # info: torch version
+    if finding.key in keys:
+        return ("STILL FAILS" if finding.is_new else "STILL FAILS (known upstream bug)"), int(finding.is_new)
+    if keys:
+        return "FAILS DIFFERENTLY: " + ", ".join(sorted(keys)), 1
+    if rejected(outcome):
+        why = outcome.invalid or (outcome.verdict.get("failure") or {}).get("message", "")
+        return f"CANNOT CHECK (the case is rejected now: {str(why).splitlines()[0][:120] if why else '-'})", 2
+    return "FIXED", 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     import tempfile
 
-    from fuzz.campaign import sightings
-    from fuzz.findings import load_findings
     from fuzz.workers import Executor, WorkerStartError
 
-    findings = load_findings(args.sources, _warn)
+    _, findings, _, _ = _sources(args)
     if not findings:
         print("no findings to replay")
         return 0
     executor = Executor(0, log_dir=Path(tempfile.mkdtemp(prefix="mm-fuzz-replay-")), case_timeout_s=args.case_timeout)
-    still_new = 0
+    statuses = []
     try:
         for f in findings:
             case = f.case if args.original else f.best_case
@@ -200,57 +243,53 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 outcome = executor.run(case)
             except WorkerStartError as e:
                 _fail(str(e))
-            if outcome.invalid:  # e.g. the case names a config key this torch does not have
-                _warn(f"skipping {f.key}: {outcome.invalid}")
-                continue
-            keys = {r.key for r in sightings(case, outcome, executor.info, {})}  # info: torch version
-            if f.key in keys:
-                state = "STILL FAILS" if f.is_new else "STILL FAILS (known upstream bug)"
-                still_new += f.is_new
-            elif keys:
-                state = "FAILS DIFFERENTLY: " + ", ".join(sorted(keys))
-            else:
-                state = "FIXED"
+            state, status = replay_state(f, case, outcome, executor.info)
+            statuses.append(status)
             print(f"{state:<12} {f.key}  (seen {f.count}x)", flush=True)
     finally:
         executor.stop()
-    print(f"{len(findings)} finding(s) replayed: {still_new} new finding(s) still fail")
-    return 1 if still_new else 0
+    print(f"{len(findings)} finding(s) replayed: {statuses.count(1)} still fail or fail differently, "
+          f"{statuses.count(2)} cannot be checked")
+    return 1 if 1 in statuses else (2 if 2 in statuses else 0)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from fuzz.findings import FindingsStore
     from fuzz.repro import export_findings
 
-    for source in args.sources:
-        if not source.is_dir():
-            _warn(f"skipping {source}: not a campaign directory")
-            continue
-        store = FindingsStore(source, _warn)
-        target = args.to or source / "repros"
+    where, _, _, _ = _sources(args, load=False)
+    others = where.loose + where.stores
+    if others and args.to is None:
+        _fail(f"{others[0]} is not a campaign directory: say where the repros go with --to DIR")
+    batches: list[tuple[Any, Path, str]] = [(FindingsStore(c, _warn), args.to or c / "repros", str(c))
+                                            for c in where.campaigns]
+    if others:  # one merged batch: there is no campaign directory to record the results in
+        batches = [(_sources(args)[1], args.to, "the sources")]
+    for batch, target, name in batches:
         try:
             target.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             _fail(f"cannot write to {target}: {e.strerror or e}")
-        done = export_findings(store, target, emit=_emit,
-                               verify=not args.no_verify, timeout_s=args.timeout)
-        print(f"{source}: {len(done)} repro(s) in {target}")
+        done = export_findings(batch, target, emit=_emit, verify=not args.no_verify, timeout_s=args.timeout)
+        print(f"{name}: {len(done)} repro(s) in {target}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from fuzz import report
-    from fuzz.findings import load_campaign, load_findings
+    import json
 
-    findings = load_findings(args.sources, _warn)
-    records = [load_campaign(s, _warn) for s in args.sources if s.is_dir()]
-    summary = report.summarize(findings, records)
+    from fuzz import report
+
+    _, findings, records, samples = _sources(args)
+    summary = report.summarize(findings, records, samples)
     for path, text in ((args.junit, report.junit_xml(summary)), (args.markdown, report.markdown(summary))):
         if path is not None:
             _write(path, text)
-    if args.json is not None:
-        import json
+    if args.html is not None:
+        from fuzz.dashboard import html
 
+        _write(args.html, html(summary, args.html.parent))
+    if args.json is not None:
         _write(args.json, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     print(report.markdown(summary))
     print(report.summary_line(findings, records), file=sys.stderr)

@@ -80,17 +80,31 @@ class Finding:
     known_bug: dict[str, str] | None = None  # {"name", "tracking"}
     minimal_case: dict[str, Any] | None = None  # the shrunk case (same key), once minimization ran
     minimization: dict[str, Any] | None = None  # how it was shrunk: steps, seconds, what was dropped
+    minimal_message: str | None = None  # the violation's message on the shrunk case
     violations: list[dict[str, str]] = dataclasses.field(default_factory=list)  # all of the first case's
     traceback: str | None = None  # process findings: the worker's last words (faulthandler dump)
     versions: dict[str, Any] = dataclasses.field(default_factory=dict)  # torch, triton, GPU, driver, ...
     origin: dict[str, Any] = dataclasses.field(default_factory=dict)  # host, campaign seed, worker
     hosts: list[str] = dataclasses.field(default_factory=list)
+    sightings: dict[str, int] = dataclasses.field(default_factory=dict)  # count per host id
     repro: dict[str, Any] | None = None  # {"path", "exit_code", "verdict", "torch"} after export
     format: int = FORMAT
 
     @property
     def best_case(self) -> dict[str, Any]:
         return self.minimal_case or self.case
+
+    @property
+    def best_message(self) -> str:
+        """The message that goes with `best_case` (a shrunk case fails with its own numbers)."""
+        return self.minimal_message if self.minimal_case and self.minimal_message else self.message
+
+    @property
+    def minimized(self) -> str:
+        """"yes" (minimization ran to the end), "partial" (its time ran out) or "no"."""
+        if self.minimal_case is None:
+            return "no"
+        return "yes" if (self.minimization or {}).get("complete", True) else "partial"
 
     @property
     def is_new(self) -> bool:
@@ -102,8 +116,9 @@ class Finding:
 
     @property
     def violation(self) -> dict[str, str]:
+        """The violation as its best case shows it."""
         return {"oracle": self.oracle, "severity": self.severity, "signature": self.signature,
-                "message": self.message}
+                "message": self.best_message}
 
     def file_name(self) -> str:
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.key).strip("-")[:80]
@@ -139,12 +154,13 @@ def record_from_violation(violation: dict[str, str], case: dict[str, Any], *, kn
     """A first sighting of a violation, as a Finding (count 1)."""
     stamp = now()
     host = str(origin.get("host", ""))
+    host_id = str(origin.get("host_id") or host)
     return Finding(
         key=finding_key(violation["oracle"], violation["signature"], known_bug["name"] if known_bug else None),
         oracle=violation["oracle"], severity=violation["severity"], signature=violation["signature"],
         message=violation["message"], status="known" if known_bug else "new", case=case, first_seen=stamp,
         last_seen=stamp, known_bug=known_bug, violations=violations, traceback=traceback, versions=versions,
-        origin=origin, hosts=[host] if host else [])
+        origin=origin, hosts=[host] if host else [], sightings={host_id: 1} if host_id else {})
 
 
 class FindingsStore:
@@ -168,9 +184,7 @@ class FindingsStore:
             self.findings[finding.key] = finding
             self.save(finding)
             return finding, True
-        stored.count += finding.count
-        stored.last_seen = max(stored.last_seen, finding.last_seen)
-        stored.hosts = sorted(set(stored.hosts) | set(finding.hosts))
+        _add_sighting(stored, finding)
         self.save(stored)
         return stored, False
 
@@ -221,18 +235,26 @@ def merge(findings: Iterable[Finding]) -> list[Finding]:
     for f in findings:
         have = merged.get(f.key)
         if have is None:
-            merged[f.key] = dataclasses.replace(f, hosts=list(f.hosts))
+            merged[f.key] = dataclasses.replace(f, hosts=list(f.hosts), sightings=dict(f.sightings))
             continue
-        have.count += f.count
-        have.hosts = sorted(set(have.hosts) | set(f.hosts))
+        _add_sighting(have, f)
         if f.first_seen < have.first_seen:
             have.first_seen, have.case, have.versions, have.origin = f.first_seen, f.case, f.versions, f.origin
-        have.last_seen = max(have.last_seen, f.last_seen)
         if f.minimal_case and (not have.minimal_case or _size(f.minimal_case) < _size(have.minimal_case)):
-            have.minimal_case, have.minimization = f.minimal_case, f.minimization
+            have.minimal_case, have.minimization, have.minimal_message = f.minimal_case, f.minimization, \
+                f.minimal_message
             have.repro = f.repro or have.repro
         have.repro = have.repro or f.repro
     return sorted(merged.values(), key=lambda f: (f.status, f.oracle, f.signature))
+
+
+def _add_sighting(into: Finding, f: Finding) -> None:
+    """Count `f`'s sightings into `into` (same key): totals, per host, hosts, last seen."""
+    into.count += f.count
+    for host, n in (f.sightings or {}).items():
+        into.sightings[host] = into.sightings.get(host, 0) + n
+    into.hosts = sorted(set(into.hosts) | set(f.hosts))
+    into.last_seen = max(into.last_seen, f.last_seen)
 
 
 def _size(case: dict[str, Any]) -> int:
@@ -263,13 +285,14 @@ def load_campaign(root: Path, warn: Warn) -> dict[str, Any]:
 def campaign_totals(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Sum of every session's counters over one or more campaign records."""
     totals: dict[str, Any] = {"sessions": 0, "cases": 0, "rejected": 0, "restarts": 0, "seconds": 0.0,
-                              "by_op": {}}
+                              "by_op": {}, "drawn": {}}
     for record in records:
         for s in record.get("sessions", []):
             totals["sessions"] += 1
             for k in ("cases", "rejected", "restarts", "seconds"):
                 totals[k] += s.get(k, 0) or 0
-            for op, n in (s.get("by_op") or {}).items():
-                totals["by_op"][op] = totals["by_op"].get(op, 0) + n
+            for table in ("by_op", "drawn"):
+                for name, n in (s.get(table) or {}).items():
+                    totals[table][name] = totals[table].get(name, 0) + n
     totals["cases_per_min"] = round(60 * totals["cases"] / totals["seconds"], 1) if totals["seconds"] else 0.0
     return totals

@@ -7,8 +7,9 @@ harness, programs, values, the oracles, the Case model; only torch and the stand
 Running the suite's own code keeps one definition of how inputs are built, how the case compiles
 and what each oracle accepts: the script's verdict is the oracle's verdict.
 
-Exit status of a script: 1 while the bug is present, 0 once it is fixed, 2 when the case could
-not be checked (e.g. eager now rejects it). A finding where the worker process itself died or hung
+Exit status of a script: 1 while the bug is present, 0 once it is fixed (nothing fails), 2 when
+the case could not be checked (e.g. eager now rejects it), 3 when the case fails differently (the
+bug's violation is gone but others show). A finding where the worker process itself died or hung
 is re-run in a child process, and its death (signal, exit status, timeout) is the bug.
 """
 
@@ -20,9 +21,11 @@ import dataclasses
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +37,7 @@ from fuzz.workers import REPO_ROOT, cache_root
 SUITE_PACKAGES = ("fuzz", "oracles", "strategies")
 ENTRY_MODULES = ("fuzz.session",)
 ALLOWED_IMPORTS = frozenset({"torch", "triton", "__future__"}) | frozenset(sys.stdlib_module_names)
-REPRO_OK, REPRO_BUG, REPRO_UNCHECKABLE = 0, 1, 2
+REPRO_OK, REPRO_BUG, REPRO_UNCHECKABLE, REPRO_DIFFERENT = 0, 1, 2, 3
 
 
 class ReproError(Exception):
@@ -180,9 +183,10 @@ def render_repro(case: Any, violations: Sequence[Any], meta: Mapping[str, Any] |
                    "# child process and reports how that ends."]
     header += ["# The script runs the case exactly as mm-autotune-fuzz does (its modules are vendored",
                "# verbatim at the end of this file; they need only torch) and applies the oracle(s) above.",
-               "# Run it with plain `python`. Exit status: 1 while the bug is present, 0 once it is fixed,",
-               "# 2 when the case cannot be checked (e.g. eager rejects it on this torch). A passing run is",
-               "# repeated (3 runs in all) before it says FIXED: some bugs read memory they do not own.", ""]
+               "# Run it with plain `python`. Exit status: 1 while the bug is present, 0 once it is fixed",
+               "# (nothing fails), 2 when the case cannot be checked (e.g. eager rejects it on this torch),",
+               "# 3 when it fails differently (other violations). A passing run is repeated (3 runs in",
+               "# all) before it says FIXED: some bugs read memory they do not own.", ""]
     body = _BODY.format(case_json=_literal(case.dumps()),
                         expected=repr([(v["oracle"], v["signature"]) for v in checked]),
                         process=repr([v["signature"] for v in process]), mode=repr(mode),
@@ -231,6 +235,7 @@ def check():
     import torch
 
     where = f"torch {{torch.__version__}}"
+    others = set()
     for verdict in evaluate(ATTEMPTS):
         seen = list(verdict.violations) + [v for v, _ in verdict.known]
         hits = [v for v in seen if (v.oracle, v.signature) in EXPECTED]
@@ -238,13 +243,17 @@ def check():
             v = hits[0]
             print(f"BUG ({{where}}): [{{v.severity}}] {{v.oracle}} {{v.signature}}: {{v.message}}")
             return 1
-        failure = verdict.observation.eager_failure or verdict.observation.compile_failure
         if verdict.rejected:
+            failure = verdict.observation.eager_failure or verdict.observation.compile_failure
             print(f"CANNOT CHECK ({{where}}): the case is rejected now: {{failure.type}}: {{failure.message}}")
             return 2
-    others = ", ".join(sorted({{v.signature for v in seen}}))
-    print(f"FIXED ({{where}}): {{', '.join(s for _, s in EXPECTED)}} no longer reproduces in {{ATTEMPTS}} runs"
-          + (f" (other violations: {{others}})" if others else ""))
+        others |= {{f"{{v.oracle}} {{v.signature}}" for v in seen}}
+    expected = ", ".join(s for _, s in EXPECTED)
+    if others:
+        print(f"FAILS DIFFERENTLY ({{where}}): {{expected}} no longer reproduces, but the case fails with: "
+              + ", ".join(sorted(others)))
+        return 3
+    print(f"FIXED ({{where}}): {{expected}} no longer reproduces and nothing else fails in {{ATTEMPTS}} runs")
     return 0
 
 
@@ -349,20 +358,31 @@ class ReproResult:
     seconds: float
 
 
-def run_repro(path: str | os.PathLike[str], timeout_s: float = 900.0) -> ReproResult:
-    """Run a repro with plain `python`, outside the repository, as a user would."""
+def run_repro(path: str | os.PathLike[str], timeout_s: float = 900.0,
+              cancel: threading.Event | None = None) -> ReproResult:
+    """Run a repro with plain `python`, outside the repository, as a user would (killed when
+    `cancel` is set: exit_code None)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MM_FUZZ_TEST_FAULT")}
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root() / "repro" / "inductor")
     env["TRITON_CACHE_DIR"] = str(cache_root() / "repro" / "triton")
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-repro-") as cwd:
-        try:
-            proc = subprocess.run([sys.executable, str(Path(path).resolve())], cwd=cwd, env=env, capture_output=True,
-                                  text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return ReproResult(None, f"timed out after {timeout_s:g}s", time.monotonic() - began)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()] or \
-            [ln for ln in proc.stderr.splitlines() if ln.strip()] or [""]
+        proc = subprocess.Popen([sys.executable, str(Path(path).resolve())], cwd=cwd, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                late = time.monotonic() - began > timeout_s
+                if late or (cancel is not None and cancel.is_set()):
+                    with contextlib.suppress(OSError):
+                        os.killpg(proc.pid, signal.SIGKILL)  # the script's own child too (process repros)
+                    proc.communicate()
+                    why = f"timed out after {timeout_s:g}s" if late else "not checked: the campaign was stopped"
+                    return ReproResult(None, why, time.monotonic() - began)
+    lines = [ln for ln in stdout.splitlines() if ln.strip()] or [ln for ln in stderr.splitlines() if ln.strip()] \
+        or [""]
     return ReproResult(proc.returncode, lines[-1][:400], time.monotonic() - began)
 
 
@@ -372,11 +392,12 @@ def finding_meta(f: Finding) -> dict[str, Any]:
 
 
 def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path, *, emit: Callable[[str], None],
-                    verify: bool = True, timeout_s: float = 900.0,
-                    jobs: int | None = None) -> list[tuple[Finding, str, ReproResult | None]]:
+                    verify: bool = True, timeout_s: float = 900.0, jobs: int | None = None,
+                    cancel: threading.Event | None = None) -> list[tuple[Finding, str, ReproResult | None]]:
     """One repro per finding (of its smallest case), each run with plain python to check that it
-    reproduces (`jobs` at a time); the result is stored in the finding when `findings` is a store."""
-    from concurrent.futures import ThreadPoolExecutor
+    reproduces (`jobs` at a time, a line as each ends); the result is stored in the finding when
+    `findings` is a store."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from strategies.case import Case, CaseError
 
@@ -392,18 +413,26 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
             emit(f"warning: no repro for {f.key}: {e}")
             continue
         written.append((f, path))
-    jobs = jobs or max(1, min(4, (os.cpu_count() or 2) // 2))
-    with ThreadPoolExecutor(jobs) as pool:
-        results = list(pool.map(lambda fp: run_repro(fp[1], timeout_s) if verify else None, written))
-    for (f, path), result in zip(written, results):
+    results: dict[int, ReproResult | None] = {}
+    if verify and written:
+        jobs = jobs or max(1, min(4, (os.cpu_count() or 2) // 2))
+        emit(f"checking {len(written)} repro(s), {jobs} at a time (each up to {timeout_s:g}s)")
+        with ThreadPoolExecutor(jobs) as pool:
+            futures = {pool.submit(run_repro, path, timeout_s, cancel): i for i, (_, path) in enumerate(written)}
+            for done, future in enumerate(as_completed(futures), 1):
+                i, result = futures[future], future.result()
+                results[i] = result
+                as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
+                emit(f"[{done}/{len(written)}] repro {written[i][1]}: exit {result.exit_code} ({as_stated}, "
+                     f"{result.seconds:.0f}s): {result.verdict}")
+    for i, (f, path) in enumerate(written):
+        result = results.get(i)
         f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": _torch_version(), "checked": now(),
                    "exit_code": result.exit_code if result else None,
-                   "verdict": result.verdict if result else "not run"}
-        if result is None:
+                   "verdict": result.verdict if result else "not run",
+                   "seconds": round(result.seconds, 1) if result else None}
+        if result is None and not verify:
             emit(f"repro {path}")
-        else:
-            as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
-            emit(f"repro {path}: exit {result.exit_code} ({as_stated}): {result.verdict}")
         if store is not None:
             store.save(f)
-    return [(f, path, result) for (f, path), result in zip(written, results)]
+    return [(f, path, results.get(i)) for i, (f, path) in enumerate(written)]

@@ -114,7 +114,8 @@ def spawn_python(entry: str, env: dict[str, str], log_path: Path) -> Child:
 def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:
     """The child's ends of `spawn_python`'s pipes; also ties its life to its parent's."""
     die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's to handle
+    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, CI cancel, timeout: the coordinator's to handle
+        signal.signal(signum, signal.SIG_IGN)
     return Connection(read_fd, writable=False), Connection(write_fd, readable=False)
 
 
@@ -410,21 +411,10 @@ def environment() -> dict[str, Any]:
     return info
 
 
-def coverage_config() -> str | bool:
-    """The coverage settings naming inductor's mm path: the repository's pyproject.toml."""
-    config = REPO_ROOT / "pyproject.toml"
-    return str(config) if config.is_file() else False
-
-
 def _start_coverage() -> Any:
     out = os.environ.get("MM_FUZZ_COVERAGE_DIR")
     if not out:
         return None
-    if sys.version_info >= (3, 12):
-        os.environ.setdefault("COVERAGE_CORE", "sysmon")  # much cheaper tracing
-    import coverage
+    from fuzz.coverage_report import start_coverage
 
-    cov = coverage.Coverage(data_file=str(Path(out) / ".coverage"), data_suffix=f"{os.getpid()}",
-                            config_file=coverage_config())
-    cov.start()
-    return cov
+    return start_coverage(out)

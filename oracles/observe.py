@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, Operand, Placement, SelectionEvent
+from strategies.case import inductor_config_keys
 
 MM_FAMILY_TARGETS = frozenset({
     "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten._int_mm", "aten._scaled_mm",
@@ -46,13 +47,6 @@ NO_VALID_CHOICES = {"No choices exist": "no-choices", "All choices failed to com
 
 class ObserverUnavailable(RuntimeError):
     """The installed torch lacks a hook the observer needs: the suite cannot observe anything."""
-
-
-@functools.cache
-def inductor_config_keys() -> frozenset[str]:
-    from torch._inductor import config
-
-    return frozenset(config._config)  # the registry of every key, dotted sub-configs included
 
 
 def _require(condition: bool, what: str) -> None:

@@ -7,6 +7,7 @@ Everything else (pytest, campaigns, repro export, the findings store) speaks Cas
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -218,10 +219,16 @@ _DEFAULTS: dict[str, Any] = {
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 
+@functools.cache
+def inductor_config_keys() -> frozenset[str]:
+    """Every key of the installed torch._inductor.config (dotted sub-configs included)."""
+    from torch._inductor import config
+
+    return frozenset(config._config)
+
+
 def validate_config_keys(config: Mapping[str, Any]) -> None:
     """Raise CaseError naming the first key that the installed inductor config does not have."""
-    from oracles.observe import inductor_config_keys
-
     known = inductor_config_keys()
     for key in config:
         if key not in known:

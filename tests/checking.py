@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 from hypothesis import event, reject, target
+from hypothesis.control import current_build_context
 
 import torch
 
@@ -53,7 +54,7 @@ def assert_case_passes(case: Case, session: FuzzSession, request: pytest.Fixture
         warnings.warn(f"known bug {bug.name} still reproduces: {violation.signature} ({bug.tracking})", stacklevel=2)
     if verdict.violations:  # also for a rejected case: layout and src_hash oracles saw its selections
         repro_dir = request.config.getoption("--repro-dir")
-        if repro_dir:
+        if repro_dir and current_build_context().is_final:  # the shrunk case, not every shrink step
             from fuzz.repro import write_repro
 
             path = write_repro(case, verdict.violations, repro_dir)

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from fuzz import campaign
+from fuzz import rounds
+from fuzz.sightings import sightings
 from fuzz.findings import Finding, load_campaign, load_findings
 from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
 from fuzz.workers import Outcome, visible_gpu_ids
@@ -83,9 +84,10 @@ class FakeWorker:
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         self.cases.append(case_json)
-        bad = case_json["inputs"][0]["shape"][0] >= 5
+        rows = case_json["inputs"][0]["shape"][0]
+        bad = rows >= 5
         found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:{case_json['op']}",
-                  "message": "m"} for name in self.names]
+                  "message": f"{rows} row(s) differ"} for name in self.names]
         return Outcome(verdict={"violations": found if bad else [], "known": [], "rejected": False,
                                 "error_ratio": 0.0, "failure": None, "poisoned": ""})
 
@@ -104,11 +106,11 @@ class Pipe:
         return False
 
 
-def fake_driver(claimed: tuple[str, ...] = ()) -> campaign.Driver:
+def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Driver:
     cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
            "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
-           "backends": [], "dtypes": [], "profile": "dev", "db": "none", "device": "cpu"}
-    driver = campaign.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
+           "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
+    driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
     driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
     driver.deadline = time.time() + 60
     return driver
@@ -116,7 +118,7 @@ def fake_driver(claimed: tuple[str, ...] = ()) -> campaign.Driver:
 
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     driver = fake_driver()
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     sent = driver.outbox.sent  # type: ignore[attr-defined]
     assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
     minimized = [p for k, p in sent if k == "minimized"]
@@ -126,13 +128,28 @@ def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     assert set(case["config"]) & KEPT_CONFIG and minimized[0]["minimization"]["hypothesis_shrinks"] > 0
     counted = [p["count"] for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm"]
     assert sum(counted) < len(counted)  # shrink attempts do not inflate the count
+    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm")
+    assert minimized[0]["message"] == "5 row(s) differ" != first["message"]  # the shrunk case's own message
+
+
+def test_the_example_database_is_written_and_replayed_first(tmp_path: Path) -> None:
+    db = str(tmp_path / "examples")
+    first = fake_driver(db=db)
+    first.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    assert any(p.is_file() for p in (tmp_path / "examples").rglob("*"))  # the shrunk failing example is saved
+    resumed = fake_driver(claimed=("numerics/fake:mm",), db=db)  # another session (or host), another seed
+    resumed.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=6)
+    assert resumed.executor.cases[0]["inputs"][0]["shape"][0] == 5  # type: ignore[attr-defined]
+    fresh = fake_driver(claimed=("numerics/fake:mm",))  # without the database: the simplest case first
+    fresh.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=6)
+    assert fresh.executor.cases[0]["inputs"][0]["shape"][0] < 5  # type: ignore[attr-defined]
 
 
 def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> None:
     driver = fake_driver()
     driver.executor = FakeWorker(("fake", "other"))  # type: ignore[assignment]
     driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     sent = driver.outbox.sent  # type: ignore[attr-defined]
     assert sorted(p for k, p in sent if k == "claim") == ["numerics/fake:mm", "numerics/other:mm"]
     minimized = {p["key"]: p for k, p in sent if k == "minimized"}
@@ -143,7 +160,7 @@ def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> N
 def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
     driver = fake_driver()
     driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
     assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
@@ -151,12 +168,12 @@ def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
     driver = fake_driver(claimed=("numerics/fake:mm",))
-    driver.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
     late = fake_driver()
     late.deadline = time.time() - 1
-    late.run_round(campaign.case_strategy("cpu", ["mm"], [], []), seed=5)
+    late.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
     assert late.executor.cases == []  # type: ignore[attr-defined]
 
 
@@ -167,7 +184,7 @@ def test_sightings_classify_deaths_new_and_known_violations() -> None:
     known = {"violation": {**v, "signature": "k"}, "bug": {"name": "b", "tracking": "t"}}
     failure = {"type": "IndexError", "message": "list index out of range", "frame": "kernel/mm.py:tuned_addmm"}
     verdict = {"violations": [v, crash], "known": [known], "failure": failure}
-    found = campaign.sightings({"op": "bmm"}, Outcome(verdict=verdict, death="cuda-context-poisoned", detail="d",
+    found = sightings({"op": "bmm"}, Outcome(verdict=verdict, death="cuda-context-poisoned", detail="d",
                                                       last_words="trace"), {}, {"host": "h"})
     assert [(f.key, f.status) for f in found] == [
         ("process/cuda-context-poisoned:bmm", "new"), ("numerics/s", "new"), (f"crash/{crash['signature']}", "new"),
@@ -200,7 +217,7 @@ def simplest_case(device: str = "cpu") -> str:
     first: list[str] = []
 
     @settings(max_examples=1, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(campaign.case_strategy(device, ["mm"], ["ATEN"], []))
+    @given(rounds.case_strategy(device, ["mm"], ["ATEN"], []))
     def record(case: Any) -> None:
         first.append(case.dumps())
 
@@ -214,23 +231,41 @@ def only_finding(out: Path) -> Finding:
     return found[0]
 
 
+def innermost_frame(dump: str) -> str:
+    """The innermost frame of the crashing thread in a faulthandler dump (other threads' stacks may
+    come before it)."""
+    current = dump.split("Current thread", 1)[1]
+    return next(line.strip() for line in current.splitlines() if line.strip().startswith("File"))
+
+
+def test_innermost_frame_is_the_crashing_threads() -> None:
+    dump = ("Fatal Python error: Segmentation fault\n\nThread 0x7f (most recent call first):\n"
+            '  File "threading.py", line 320 in wait\n\nCurrent thread 0x7e (most recent call first):\n'
+            '  File "fuzz/workers.py", line 5 in _test_fault\n  File "fuzz/workers.py", line 9 in worker_main\n')
+    assert innermost_frame(dump) == 'File "fuzz/workers.py", line 5 in _test_fault'
+
+
+@pytest.mark.campaign
 @pytest.mark.parametrize(("fault", "signature", "last_words"), [
     # a case that crashes the process: the dump from its first line, innermost frame included
-    ("segv", "killed:SIGSEGV:mm", "Fatal Python error: Segmentation fault\n\nCurrent thread"),
-    ("kill", "killed:SIGKILL:mm", ""),  # the worker killed mid-case (as by the OOM killer)
-    ("hang", "hang:mm", "_test_fault"),  # a case that hangs: killed at the per-case timeout, traceback kept
+    pytest.param("segv", "killed:SIGSEGV:mm", "Fatal Python error: Segmentation fault\n", id="segv"),
+    pytest.param("kill", "killed:SIGKILL:mm", "", id="kill"),  # killed mid-case (as by the OOM killer)
+    pytest.param("hang", "hang:mm", "_test_fault", id="hang"),  # killed at the per-case timeout, traceback kept
 ])
 def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
         tmp_path: Path, fault: str, signature: str, last_words: str) -> None:
     out = tmp_path / "out"
-    proc = run_fuzz("run", "--budget", "14s", "--out", str(out), *QUICK, "--case-timeout", "5s",
+    timeout = ("--case-timeout", "10s") if fault == "hang" else ()  # a slow case on a busy machine is no hang
+    proc = run_fuzz("run", "--budget", "14s", "--out", str(out), *QUICK, *timeout,
                     fault=f"{fault}:case={simplest_case()}")
     assert proc.returncode == 1, proc.stderr  # a new finding
     f = only_finding(out)
     assert f.key == f"process/{signature}" and f.status == "new" and f.count >= 1
-    assert last_words in (f.traceback or "")
-    if fault != "kill":
-        assert "in _test_fault" in (f.traceback or "")  # the frame that misbehaved
+    assert (f.traceback or "").startswith(last_words) if fault == "segv" else last_words in (f.traceback or "")
+    if fault == "segv":
+        assert innermost_frame(f.traceback or "").endswith("in _test_fault")  # the frame that misbehaved
+    elif fault == "hang":
+        assert "in _test_fault" in (f.traceback or "")
     assert f.minimal_case is not None and f.minimal_case["seed"] == 0  # the simplest case
     session = load_campaign(out, pytest.fail)["sessions"][0]
     assert session["status"] == "finished" and session["restarts"] >= 1
@@ -240,6 +275,8 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
     assert proc.stderr.count(f"NEW finding [crash] process/{signature}") == 1
 
 
+@pytest.mark.gpu
+@pytest.mark.campaign
 @pytest.mark.skipif(not visible_gpu_ids(), reason="needs a CUDA GPU")
 def test_a_poisoned_cuda_context_is_one_finding_and_a_fresh_worker_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
@@ -265,6 +302,7 @@ def group_gone(pgid: int, within_s: float = 20.0) -> bool:
     return False
 
 
+@pytest.mark.campaign
 def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
@@ -301,9 +339,11 @@ def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_pat
     assert fixed.returncode == 0 and "FIXED" in fixed.stdout, fixed.stderr
 
 
+@pytest.mark.campaign
 def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = run_fuzz("run", "--budget", "12s", "--out", str(out), *QUICK, "--coverage")
+    proc = run_fuzz("run", "--budget", "12s", "--out", str(out), *QUICK, "--coverage", "--db", str(tmp_path / "db"))
+    assert any(p.is_file() for p in (tmp_path / "db").rglob("*"))  # --db DIR holds the examples
     findings = load_findings([out], pytest.fail)
     assert proc.returncode == (1 if any(f.is_new for f in findings) else 0), proc.stderr
     report = json.loads((out / "report.json").read_text())
@@ -315,17 +355,59 @@ def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
 
     suite = ET.parse(out / "report.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("tests", "0")) == 1 + len(findings)
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert samples and samples[-1]["cases"] == report["totals"]["cases"] and samples[-1]["coverage"] > 0
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "Cases per minute" in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page  # self-contained
+    assert report["totals"]["drawn"].get("op:mm", 0) > 0 and "op:addmm" not in report["totals"]["drawn"]
+
+
+@pytest.mark.campaign
+@pytest.mark.parametrize("signals", [
+    pytest.param((signal.SIGTERM,), id="sigterm"),  # CI cancel, timeout, systemd
+    pytest.param((signal.SIGINT, signal.SIGINT), id="ctrl-c-twice"),
+])
+def test_a_signal_cuts_the_campaign_short_with_fresh_reports_and_says_so(tmp_path: Path,
+                                                                        signals: tuple[int, ...]) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
+    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "300s", "--out", str(out), *QUICK],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        for _ in range(960):
+            if list((out / "findings").glob("*.json")):
+                break
+            time.sleep(0.25)
+        else:
+            pytest.fail("no finding within 240s")
+        for signum in signals:  # to the whole process group, as a terminal or a CI runner does
+            os.killpg(proc.pid, signum)
+            time.sleep(1.0)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signals[0], err
+    assert "exited unexpectedly" not in err and "Traceback" not in err, err
+    report = json.loads((out / "report.json").read_text())
+    assert report["distinct_findings"] == len(load_findings([out], pytest.fail)) >= 1  # not stale
+    assert load_campaign(out, pytest.fail)["sessions"][0]["status"] == "interrupted"
 
 
 def test_example_database_backends(tmp_path: Path) -> None:
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    assert campaign.open_database("none") is None
-    shared = campaign.open_database(str(tmp_path / "shared"))
+    from fuzz import shared_store
+
+    assert shared_store.open_database("none") is None
+    shared = shared_store.open_database(str(tmp_path / "shared"))
     assert isinstance(shared, DirectoryBasedExampleDatabase)
     shared.save(b"key", b"value")  # another host's driver sees what this one saved
-    assert list(campaign.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
-    assert campaign.derive_seed(1, 0, 0, 0) != campaign.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
+    assert list(shared_store.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
+    assert rounds.derive_seed(1, 0, 0, 0) != rounds.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
 
 
 def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:
@@ -333,8 +415,8 @@ def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:
             "inputs": [{"shape": [129, 4], "stride": [4, 1], "offset": 0, "dtype": "float32"},
                        {"shape": [4, 0], "stride": [1, 1], "offset": 0, "dtype": "float32"}]}
     sigfpe = Outcome(death="killed:SIGFPE", detail="d", last_words="")
-    found = campaign.sightings(case, sigfpe, {"torch": "2.13.0+cpu"}, {"host": "h"})
+    found = sightings(case, sigfpe, {"torch": "2.13.0+cpu"}, {"host": "h"})
     assert [(f.key, f.status) for f in found] == [
         ("process/killed:SIGFPE:mm#known:freezing-mkl-linear-n0-sigfpe", "known")]
     segv = Outcome(death="killed:SIGSEGV", detail="d", last_words="")  # another death: not that bug
-    assert [f.status for f in campaign.sightings(case, segv, {"torch": "2.13.0+cpu"}, {"host": "h"})] == ["new"]
+    assert [f.status for f in sightings(case, segv, {"torch": "2.13.0+cpu"}, {"host": "h"})] == ["new"]

@@ -96,3 +96,13 @@ def test_shared_storage_inputs_alias_one_storage_that_fits_them_all() -> None:
     assert torch.equal(b.flatten()[:4], a.as_strided((4,), (1,), 0))  # the same numbers seen through both
     apart = materialize(Case.from_json(_valid()))
     assert apart[0].untyped_storage().data_ptr() != apart[1].untyped_storage().data_ptr()
+
+
+def test_property_tests_are_hypothesis_tests() -> None:
+    """pytest's Hypothesis plugin (statistics, per-parameter database keys) and tools such as
+    HypoFuzz only see tests that carry @given themselves."""
+    from hypothesis import is_hypothesis_test
+
+    from tests import test_properties
+
+    assert is_hypothesis_test(test_properties.test_op_passes_all_oracles)

@@ -14,6 +14,7 @@ import pytest
 
 from fuzz.cli import duration, main
 from fuzz.findings import FindingsStore, record_from_violation
+from fuzz.workers import Outcome
 from tests.test_repro import _small_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,14 +48,20 @@ def test_entry_point_and_top_level_help_do_not_need_torch() -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["run", "--op", "mm,convolution"], "argument --op: unknown op 'convolution'; known: mm,"),
-    (["run", "--backend", "ATEN,CUTLAS"], "argument --backend: unknown backend 'CUTLAS'; known:"),
-    (["run", "--dtype", "float64"], "argument --dtype: unknown dtype 'float64'; known: float32,"),
-    (["run", "--budget", "five minutes"], "argument --budget: cannot parse 'five minutes' as a duration"),
-    (["run", "--budget", "0s"], "argument --budget: duration '0s' must be more than zero"),
-    (["run", "--case-timeout", "1x"], "argument --case-timeout: cannot parse '1x'"),
-    (["run", "--workers", "0"], "--workers must be at least 1"),
-    (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+    pytest.param(["run", "--op", "mm,convolution"], "argument --op: unknown op 'convolution'; known: mm,",
+                 id="unknown-op"),
+    pytest.param(["run", "--op", "mm,"], "argument --op: empty op in 'mm,'", id="stray-comma"),
+    pytest.param(["run", "--backend", "ATEN,CUTLAS"], "argument --backend: unknown backend 'CUTLAS'; known:",
+                 id="unknown-backend"),
+    pytest.param(["run", "--dtype", "float64"], "argument --dtype: unknown dtype 'float64'; known: float32,",
+                 id="unknown-dtype"),
+    pytest.param(["run", "--budget", "five minutes"], "argument --budget: cannot parse 'five minutes' as a duration",
+                 id="unparsable-budget"),
+    pytest.param(["run", "--budget", "0s"], "argument --budget: duration '0s' must be more than zero",
+                 id="zero-budget"),
+    pytest.param(["run", "--case-timeout", "1x"], "argument --case-timeout: cannot parse '1x'", id="bad-timeout"),
+    pytest.param(["run", "--workers", "0"], "--workers must be at least 1", id="zero-workers"),
+    pytest.param(["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'", id="unknown-command"),
 ])
 def test_bad_input_is_one_clear_line(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     assert message in fails_with_one_line(capsys, argv)
@@ -74,15 +81,37 @@ def test_unwritable_output_dir_and_a_running_campaign_are_one_line(capsys: pytes
     assert f"another campaign is running in {out}" in line
 
 
-def test_redis_backend_needs_its_package(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    pytest.importorskip("hypothesis")
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        line = fails_with_one_line(capsys, ["run", "--out", str(tmp_path), "--db", "redis://localhost:6379/0"])
-        assert "needs the redis package" in line
-    else:
-        pytest.skip("redis is installed")
+def test_a_redis_store_needs_its_package(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed
+    line = fails_with_one_line(capsys, ["run", "--out", str(tmp_path / "out"), "--store", "redis://localhost:6379/0"])
+    assert "needs the redis package" in line and not (tmp_path / "out").exists()
+
+
+def test_inputs_are_checked_before_anything_is_created(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    line = fails_with_one_line(capsys, ["run", "--op", "scaled_mm", "--device", "cpu", "--out", str(out)])
+    assert "--op scaled_mm does not run on the CPU" in line and not out.exists()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible
+    line = fails_with_one_line(capsys, ["run", "--device", "cuda", "--out", str(out)])
+    assert "no GPU is visible" in line and not out.exists()
+    unreachable = f"redis://:pw@127.0.0.1:{closed_port()}/0"
+    line = fails_with_one_line(capsys, ["run", "--store", unreachable, "--out", str(out)])
+    assert "does not answer" in line and "pw" not in line and not out.exists()
+
+
+def closed_port() -> int:
+    from tests.redis_server import free_port
+
+    return free_port()  # nothing listens there
+
+
+@pytest.mark.parametrize("command", ["report", "replay", "export"])
+def test_a_source_that_does_not_exist_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                  command: str) -> None:
+    line = fails_with_one_line(capsys, [command, str(tmp_path / "typo")])
+    assert line == f"python -m fuzz: error: no such file or directory: {tmp_path / 'typo'}"
 
 
 def test_durations() -> None:
@@ -119,6 +148,26 @@ def test_report_merges_and_skips_corrupt_files(capsys: pytest.CaptureFixture[str
     assert md.strip() == captured.out.strip() and "`tolerance:mm:float32`" in md and "## By oracle" in md
 
 
+def test_a_campaign_named_twice_is_read_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    d = campaign_dir(tmp_path / "c")
+    assert main(["report", str(d), str(d), str(d / "findings"), "--json", str(tmp_path / "r.json")]) == 0
+    summary = json.loads((tmp_path / "r.json").read_text())
+    assert summary["totals"]["cases"] == 120 and summary["findings"][0]["count"] == 1
+
+
+def test_export_of_a_findings_folder_writes_to_its_campaign(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    d = campaign_dir(tmp_path / "c")
+    assert main(["export", str(d / "findings"), "--no-verify"]) == 0
+    assert len(list((d / "repros").glob("*.py"))) == 1 and not (d / "findings" / "repros").exists()
+    loose = next((d / "findings").glob("numerics-tolerance*.json"))
+    capsys.readouterr()
+    line = fails_with_one_line(capsys, ["export", str(loose)])
+    assert "is not a campaign directory: say where the repros go with --to DIR" in line
+    assert main(["export", str(loose), "--to", str(tmp_path / "to"), "--no-verify"]) == 0
+    assert len(list((tmp_path / "to").glob("*.py"))) == 1
+
+
 def test_replay_and_export_skip_what_they_cannot_use(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     (empty / "findings").mkdir(parents=True)
@@ -134,3 +183,48 @@ def test_replay_and_export_skip_what_they_cannot_use(capsys: pytest.CaptureFixtu
     assert "warning: no repro for numerics/other: case is missing field" in captured.err
     scripts = list((d / "repros").glob("*.py"))
     assert len(scripts) == 1 and "EXPECTED = [('numerics', 'tolerance:mm:float32')]" in scripts[0].read_text()
+
+
+class FakeExecutor:
+    """Replays every case to the outcome given (no worker, no compiling)."""
+
+    outcome: Outcome = Outcome()
+
+    def __init__(self, *_a: object, **_k: object) -> None:
+        self.info = {"torch": "2.13.0+cpu"}
+
+    def run(self, case: dict[str, object]) -> Outcome:
+        return self.outcome
+
+    def stop(self) -> None:
+        pass
+
+
+def verdict(*signatures: str, rejected: bool = False) -> dict[str, object]:
+    found = [{"oracle": "numerics", "severity": "wrong result", "signature": s, "message": "m"} for s in signatures]
+    return {"violations": found, "known": [], "rejected": rejected, "error_ratio": 0.0,
+            "failure": {"type": "RuntimeError", "message": "eager rejects it", "frame": None} if rejected else None,
+            "poisoned": ""}
+
+
+@pytest.mark.parametrize(("outcome", "state", "status"), [
+    pytest.param(Outcome(verdict=verdict("tolerance:mm:float32")), "STILL FAILS", 1, id="still-fails"),
+    pytest.param(Outcome(verdict=verdict("other:mm")), "FAILS DIFFERENTLY: numerics/other:mm", 1,
+                 id="fails-differently"),
+    pytest.param(Outcome(verdict=verdict(rejected=True)), "CANNOT CHECK (the case is rejected now: eager rejects it)",
+                 2, id="rejected-now"),
+    pytest.param(Outcome(verdict=verdict()), "FIXED", 0, id="fixed"),
+])
+def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, outcome: Outcome, state: str,
+                                                   status: int) -> None:
+    from fuzz import workers
+
+    store = FindingsStore(tmp_path)
+    v = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
+    store.add(record_from_violation(v, _small_case().to_json(), known_bug=None, violations=[v], versions={},
+                                    origin={}))
+    monkeypatch.setattr(workers, "Executor", FakeExecutor)
+    monkeypatch.setattr(FakeExecutor, "outcome", outcome)
+    assert main(["replay", str(tmp_path)]) == status
+    assert capsys.readouterr().out.splitlines()[0].startswith(f"{state:<12} numerics/tolerance:mm:float32")

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from fuzz import repro
 from fuzz.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
-from oracles.model import Violation
+from oracles.model import Observation, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.test_known_bugs import affected, offset_weight_case
 
-CPP_OFFSET = Violation("numerics", "wrong result", "exact-mismatch:bmm:float32", "bmm: 176 element(s) differ")
+CPP_OFFSET = Violation("numerics", "wrong result", "exact-mismatch:addmm:float32", "addmm: 512 element(s) differ")
 
 
 def imports(source: str) -> set[str]:
@@ -67,31 +67,35 @@ def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
 def test_repro_of_a_real_bug_fails_standalone_and_the_fixed_case_passes(tmp_path: Path) -> None:
     buggy = write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path)  # CPP alone: no autotuning race
     text = Path(buggy).read_text()
-    assert text.startswith("#!/usr/bin/env python3\n# mm-autotune-fuzz repro: numerics / exact-mismatch:bmm:float32")
+    assert text.startswith("#!/usr/bin/env python3\n# mm-autotune-fuzz repro: numerics / exact-mismatch:addmm:float32")
     assert "# found with: torch " in text and "max_autotune_gemm_backends='CPP'" in text
     assert imports(text.split("# ====")[0]) <= ALLOWED_IMPORTS | set(SUITE_PACKAGES)  # suite: vendored below
     proc = run_isolated(buggy)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     verdict = [ln for ln in proc.stdout.splitlines() if ln.startswith(("BUG", "FIXED", "CANNOT"))]
-    assert len(verdict) == 1 and verdict[0].startswith("BUG") and "exact-mismatch:bmm:float32" in verdict[0]
+    assert len(verdict) == 1 and verdict[0].startswith("BUG") and "exact-mismatch:addmm:float32" in verdict[0]
     assert "LOADERS ['VendoredModules']" in proc.stdout  # nothing came from the repository or an install
 
     fixed = run_repro(write_repro(offset_weight_case("ATEN"), [CPP_OFFSET], tmp_path))
     assert fixed.exit_code == 0 and fixed.verdict.startswith("FIXED"), fixed
 
 
+def plant(path: Path, *lines: str) -> None:
+    """Run `lines` on each run's verdict (`verdict`, `_attempt`) before the script judges it."""
+    run = "        yield session.evaluate(Case.loads(CASE_JSON))\n"
+    assert run in path.read_text()
+    planted = "".join(f"        {line}\n" for line in ("verdict = session.evaluate(Case.loads(CASE_JSON))", *lines,
+                                                         "yield verdict"))
+    path.write_text(path.read_text().replace(run, planted))
+
+
 @affected
 def test_a_bug_that_hides_in_the_first_run_is_still_reported(tmp_path: Path) -> None:
     path = Path(write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path))
-    run = "        yield session.evaluate(Case.loads(CASE_JSON))\n"
-    assert run in path.read_text()
-    hidden_once = ("        verdict = session.evaluate(Case.loads(CASE_JSON))\n"
-                   "        if _attempt == 0:  # planted: the first run happens to read benign memory\n"
-                   "            verdict.violations.clear(); verdict.known.clear()\n"
-                   "        yield verdict\n")
-    path.write_text(path.read_text().replace(run, hidden_once))
+    plant(path, "if _attempt == 0:  # planted: the first run happens to read benign memory",
+          "    verdict.violations.clear(); verdict.known.clear()")
     result = run_repro(path)
-    assert result.exit_code == 1 and "exact-mismatch:bmm:float32" in result.verdict, result
+    assert result.exit_code == 1 and "exact-mismatch:addmm:float32" in result.verdict, result
 
 
 def _small_case() -> Case:
@@ -127,10 +131,9 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
     from fuzz import session
     from tests.checking import assert_case_passes
 
-    monkeypatch.setattr(session, "split_known", lambda found, case, version: (found, []))  # as if unregistered
     request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
                                     node=types.SimpleNamespace(user_properties=[]))
-    fuzz_session = session.FuzzSession()
+    fuzz_session = session.FuzzSession(registry=())  # as if the bug were not registered
 
     @settings(max_examples=1, database=None, phases=[Phase.generate], deadline=None)
     @given(st.just(offset_weight_case("CPP")))
@@ -141,4 +144,50 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
         prop()
     (name, path), = set(request.node.user_properties)  # Hypothesis replays the failure: same script
     assert name == "repro" and Path(path).parent == tmp_path
-    assert "EXPECTED = [('numerics', 'exact-mismatch:bmm:float32')]" in Path(path).read_text()
+    assert "('numerics', 'exact-mismatch:addmm:float32')" in Path(path).read_text()
+
+
+def test_a_repro_says_fixed_only_when_nothing_fails(tmp_path: Path) -> None:
+    gone = Violation("numerics", "wrong result", "exact-mismatch:mm:float32", "mm: 3 element(s) differ")
+    path = Path(write_repro(_small_case(), [gone], tmp_path))  # ATen mm on this case: right
+    plant(path, "from oracles.model import Violation",
+          "verdict.violations.append(Violation('layout_spec', 'unsound', 'planted:mm', 'planted'))")
+    result = run_repro(path)
+    assert result.exit_code == repro.REPRO_DIFFERENT, result
+    assert result.verdict.startswith("FAILS DIFFERENTLY") and "layout_spec planted:mm" in result.verdict
+
+
+def _rows_case(rows: int) -> Case:
+    shapes = [(rows, 8), (8, 4)]
+    return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=3,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "float32") for s in shapes))
+
+
+def test_pytest_repro_dir_writes_one_script_for_the_shrunk_case(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuzz.session import Verdict
+    from tests import checking
+
+    class RowsBug:
+        """A session whose planted bug shows on every case of 5 rows or more (nothing compiles)."""
+
+        def evaluate(self, case: Case) -> Verdict:
+            rows = case.inputs[0].shape[0]
+            found = [Violation("numerics", "wrong result", "planted:mm", f"{rows} rows")] if rows >= 5 else []
+            return Verdict(Observation(case=case), found, [])
+
+    monkeypatch.setattr(checking, "error_ratio", lambda observation: 0.0)
+    request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
+                                    node=types.SimpleNamespace(user_properties=[]))
+
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(st.integers(1, 300).map(_rows_case))
+    def prop(case: Case) -> None:
+        checking.assert_case_passes(case, RowsBug(), request)  # type: ignore[arg-type]
+
+    with pytest.raises(pytest.fail.Exception):
+        prop()
+    scripts = list(tmp_path.glob("*.py"))
+    assert len(scripts) == 1, [s.name for s in scripts]  # not one per failing shrink step
+    assert '"shape": [5, 8]' in scripts[0].read_text()  # the shrunk case

@@ -1,0 +1,112 @@
+"""The project around the code: packaging (an installed suite, not only a checkout, has its
+coverage config and a console script), pytest settings, the nightly workflow, the README."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fuzz.coverage_report import CONFIG, tracer_core
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+README = (ROOT / "README.md").read_text()
+
+
+def test_dependencies_and_entry_points() -> None:
+    project = PYPROJECT["project"]
+    coverage = next(d for d in project["optional-dependencies"]["test"] if d.startswith("coverage"))
+    assert coverage == "coverage>=7.10"  # the first release with patch = ["subprocess"]
+    assert any(d.startswith("redis") for d in project["optional-dependencies"]["redis"])
+    assert project["scripts"] == {"mm-autotune-fuzz": "fuzz.cli:main"}
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_coverage_config_and_the_console_script(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path), str(ROOT)], check=True, timeout=300, capture_output=True)
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        entry_points = z.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "fuzz/coverage.toml" in names and CONFIG == ROOT / "fuzz" / "coverage.toml"
+    assert "mm-autotune-fuzz = fuzz.cli:main" in entry_points
+
+
+def test_coverage_uses_sys_monitoring_only_where_it_measures_branches() -> None:
+    assert tracer_core((3, 12), branch=True) is None  # would warn and fall back on 3.12 and 3.13
+    assert tracer_core((3, 13), branch=True) is None
+    assert tracer_core((3, 14), branch=True) == "sysmon"
+    assert tomllib.loads(CONFIG.read_text())["tool"]["coverage"]["run"]["branch"] is True
+
+
+def test_pytest_keeps_its_cache_and_knows_its_markers() -> None:
+    options = PYPROJECT["tool"]["pytest"]["ini_options"]
+    assert "cacheprovider" not in options.get("addopts", "")  # --lf, --ff, --sw work
+    assert "--strict-markers" in options["addopts"]
+    assert {m.split(":")[0] for m in options["markers"]} == {"slow", "campaign", "gpu"}
+
+
+def test_parameter_ids_read_well() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
+                           "tests/test_cli.py", "tests/test_campaign.py", "tests/test_shared_store.py"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert ids and proc.returncode == 0, proc.stdout + proc.stderr
+    bad = [i for i in ids if not re.fullmatch(r"[\w/.:-]+(\[[\w.-]+\])?", i)]
+    assert bad == []
+
+
+def workflow() -> dict:
+    yaml = pytest.importorskip("yaml")
+    return yaml.safe_load((ROOT / ".github" / "workflows" / "nightly-gpu.yml").read_text())
+
+
+def test_the_nightly_workflow() -> None:
+    wf = workflow()
+    assert wf["permissions"] == {"contents": "read"}
+    torch = re.search(r"pip install (torch==[\d.]+)", README)
+    assert torch and wf["env"]["TORCH_SPEC"] == torch.group(1)  # the version the README promises
+    campaign, merge = wf["jobs"]["campaign"], wf["jobs"]["merge"]
+    assert "host" in campaign["strategy"]["matrix"] and merge["needs"] == "campaign"
+    check = next(s["run"] for s in wf["jobs"]["plan"]["steps"] if "check-budget" in s.get("run", ""))
+    assert check.split()[-1] == str(campaign["timeout-minutes"])
+    junit = [s for s in merge["steps"] if "junit" in s.get("uses", "")]
+    assert junit and junit[0]["with"]["report_paths"] == "merged/report.xml"
+    assert merge["permissions"]["checks"] == "write"
+    assert "--seed" in next(s["run"] for s in campaign["steps"] if "fuzz run" in s.get("run", ""))
+
+
+@pytest.mark.parametrize(("budget", "status"), [("3h", 0), ("5h", 1), ("five hours", 2)])
+def test_the_budget_check(budget: str, status: int) -> None:
+    proc = subprocess.run([sys.executable, ".ci/check-budget", budget, "330"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == status and len((proc.stdout + proc.stderr).strip().splitlines()) == 1
+
+
+def section(title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", README, re.S | re.M)
+    assert match, title
+    return match.group(1)
+
+
+def test_the_readme() -> None:
+    quick = section("Quick start (fresh machine)")
+    assert quick.count("```bash") == 2
+    assert "--out findings" not in README  # findings/findings/
+    oracles = section("What the oracles check")
+    intro = oracles.index("are pure functions of that `Observation`:")
+    assert oracles[intro:].split("\n", 2)[2].lstrip().startswith("| oracle |")  # the table follows its intro
+    glossary = section("Words used in reports")
+    for word in ("signature", "known", "sightings", "rejected", "STILL FAILS", "FAILS DIFFERENTLY",
+                 "CANNOT CHECK", "FIXED", "minimized"):
+        assert f"**{word}**" in glossary, word
+    hosts = section("Many hosts")
+    assert "--store redis://" in hosts and "redis-server" in hosts and "report redis://" in hosts
+    assert "Example output" in README
