@@ -39,7 +39,7 @@ class CampaignOptions:
     dtypes: tuple[str, ...] = ()  # empty: any dtype; else the first input's dtype is one of these
     device: str | None = None  # None: CUDA when a GPU is visible, else CPU
     profile: str | None = None
-    workers: int | None = None  # None: one per GPU, or default_cpu_workers() on a CPU machine
+    workers: int | None = None  # None: default_workers() per GPU, or on a CPU machine
     case_timeout_s: float = 300.0
     shrink_s: float = 60.0
     db: str = ""  # "": the store's examples, else OUT/examples; "none"; a directory; or redis://host:port/db
@@ -49,9 +49,15 @@ class CampaignOptions:
     progress: str = "auto"  # auto | tty | plain | none
 
 
-def default_cpu_workers() -> int:
-    """Each worker compiles with several threads: half the cores, at most 8."""
-    return max(1, min(8, (os.cpu_count() or 2) // 2))
+WORKERS_PER_GPU = 4
+"""Workers sharing one GPU by default: the best of `python -m fuzz bench --workers 1,2,4,8` on an H200
+(16 cores; see README "Performance"). Benchmarking only picks autotuning's winner: every oracle
+sees the same choices however many workers share the GPU."""
+
+
+def default_workers(device: str) -> int:
+    """Workers per GPU on CUDA; on the CPU half the cores, at most 8 (each compiles with threads)."""
+    return WORKERS_PER_GPU if device == "cuda" else max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
 def plan_workers(opts: CampaignOptions) -> list[str | None]:
@@ -60,14 +66,14 @@ def plan_workers(opts: CampaignOptions) -> list[str | None]:
     if opts.device == "cuda" and not gpus:
         raise CampaignError("--device cuda: no GPU is visible on this machine")
     if gpus:
-        n = opts.workers or len(gpus)
+        n = opts.workers or default_workers("cuda") * len(gpus)
         return [gpus[i % len(gpus)] for i in range(n)]
     from strategies.cases import DEVICE_OPS
 
     unsupported = [op for op in opts.ops if op not in DEVICE_OPS["cpu"]]
     if unsupported:
         raise CampaignError(f"--op {unsupported[0]} does not run on the CPU (it runs: {', '.join(DEVICE_OPS['cpu'])})")
-    n = opts.workers or default_cpu_workers()
+    n = opts.workers or default_workers("cpu")
     return ["" if opts.device == "cpu" else None] * n
 
 

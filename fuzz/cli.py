@@ -110,7 +110,7 @@ def build_parser() -> Parser:
                      help=f"Hypothesis profile ({', '.join(PROFILES)}): examples per round (default: ci when CI "
                           "is set, gpu on a GPU machine, else dev)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="worker processes (default: one per visible GPU; on a CPU machine half the cores, max 8)")
+                     help="worker processes in all (default: 4 per visible GPU; on a CPU machine half the cores, max 8)")
     run.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
                      help="a case running longer is a hang: its worker is killed and restarted (default 5m)")
     run.add_argument("--shrink-time", type=duration, default=None, metavar="DURATION",
@@ -158,7 +158,30 @@ def build_parser() -> Parser:
     report.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write the Markdown here")
     report.add_argument("--html", type=Path, default=None, metavar="FILE",
                         help="write the dashboard (one self-contained page) here")
+
+    bench = sub.add_parser("bench", help="the campaign engine against a naive compile loop, on one workload",
+                           description=(
+        "Draw a fixed-seed list of cases for this machine's device; run it through a naive loop (one process, a "
+        "fresh torch.compile per case, inductor's caches off) and through the campaign's workers (each with warm "
+        "code caches), each for the budget, with the same oracles. Prints cases/min per side and worker count, "
+        "where the time goes, and a last line `speedup: N.Nx over naive ...`."))
+    bench.add_argument("--budget", type=duration, default=duration("2m"), metavar="DURATION",
+                       help="time per side, counted from its first ready worker (default 2m)")
+    bench.add_argument("--workers", type=_counts, default=None, metavar="N[,N...]",
+                       help="suite workers per GPU (or on the CPU) to measure, e.g. 1,2,4,8 (default: the campaign's)")
+    bench.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    bench.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     return parser
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cannot parse {text!r} as worker counts (e.g. 1,2,4)") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"worker counts must be at least 1, got {text!r}")
+    return counts
 
 
 def _warn(message: str) -> None:
@@ -304,9 +327,23 @@ def _write(path: Path, text: str) -> None:
         _fail(f"cannot write {path}: {e.strerror or e}")
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from fuzz.bench import bench, summary
+    from fuzz.campaign import default_workers
+    from fuzz.workers import visible_gpu_ids
+
+    device = "cuda" if args.device == "cuda" or (args.device == "auto" and visible_gpu_ids()) else "cpu"
+    if device == "cuda" and not visible_gpu_ids():
+        _fail("--device cuda: no GPU is visible on this machine")
+    sides = bench(args.budget, args.workers or [default_workers(device)], device, args.seed, _emit)
+    print(summary(sides), flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    command = {"run": cmd_run, "replay": cmd_replay, "export": cmd_export, "report": cmd_report}[args.command]
+    command = {"run": cmd_run, "replay": cmd_replay, "export": cmd_export, "report": cmd_report,
+               "bench": cmd_bench}[args.command]
     try:
         return command(args)
     except KeyboardInterrupt:

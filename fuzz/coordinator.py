@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import socket
 import time
 from collections.abc import Callable
@@ -126,7 +127,8 @@ class Coordinator:
                 "case_timeout_s": self.opts.case_timeout_s, "ops": list(self.opts.ops),
                 "backends": list(self.opts.backends), "dtypes": list(self.opts.dtypes),
                 "profile": self.opts.profile, "db": db, "out": str(self.opts.out), "claimed": claimed,
-                "coverage": self.opts.coverage, "host_id": self.record.get("host_id", "")}))
+                "coverage": self.opts.coverage, "host_id": self.record.get("host_id", ""),
+                "compile_threads": max(1, (os.cpu_count() or 2) // len(gpus))}))
             self.drivers.append(_DriverHandle(i, child))
         self.save_record()
 

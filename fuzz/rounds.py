@@ -88,7 +88,7 @@ class Driver:
         self.claimed: set[str] = set(cfg["claimed"])
         self.stop_requested = False
         self.executor = Executor(self.index, log_dir=Path(cfg["out"]) / LOG_DIR, gpu=cfg["gpu"],
-                                 case_timeout_s=cfg["case_timeout_s"],
+                                 case_timeout_s=cfg["case_timeout_s"], compile_threads=cfg.get("compile_threads"),
                                  coverage_dir=Path(cfg["out"]) / "coverage" if cfg["coverage"] else None)
         self.env: dict[str, Any] = {}
         self.target: str | None = None

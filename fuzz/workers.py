@@ -142,8 +142,11 @@ class Executor:
     crash-heavy stretch does not pay torch's start-up (seconds; more with CUDA) for every case."""
 
     def __init__(self, index: int, *, log_dir: Path, gpu: str | None = None, case_timeout_s: float = 300.0,
-                 start_timeout_s: float = 600.0, coverage_dir: Path | None = None) -> None:
+                 start_timeout_s: float = 600.0, coverage_dir: Path | None = None, cache_dir: Path | None = None,
+                 compile_threads: int | None = None) -> None:
         self.index, self.gpu = index, gpu
+        self.cache_dir = cache_dir or cache_root() / f"w{index}"
+        self.compile_threads = compile_threads
         self.log_dir = Path(log_dir)
         self.case_timeout_s, self.start_timeout_s = case_timeout_s, start_timeout_s
         self.coverage_dir = coverage_dir
@@ -157,9 +160,11 @@ class Executor:
         return max(0, self.starts - 1)
 
     def env(self) -> dict[str, str]:
-        caches = cache_root() / f"w{self.index}"
+        caches = self.cache_dir
         env = {"TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton"),
                "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
+        if self.compile_threads is not None:  # workers sharing a machine split its cores for kernel compiles
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.compile_threads)
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
         if self.coverage_dir is not None:
@@ -360,6 +365,7 @@ def serialize_verdict(verdict: Any, seconds: float) -> dict[str, Any]:
         "failure": dataclasses.asdict(failures[0]) if failures else None,
         "poisoned": _poisoned(obs.case.device, failures),
         "seconds": round(seconds, 3),
+        "timings": {k: round(v, 4) for k, v in obs.timings.items()},
     }
 
 

@@ -50,7 +50,7 @@ def test_pytest_keeps_its_cache_and_knows_its_markers() -> None:
     options = PYPROJECT["tool"]["pytest"]["ini_options"]
     assert "cacheprovider" not in options.get("addopts", "")  # --lf, --ff, --sw work
     assert "--strict-markers" in options["addopts"]
-    assert {m.split(":")[0] for m in options["markers"]} == {"slow", "campaign", "gpu"}
+    assert {m.split(":")[0] for m in options["markers"]} == {"slow", "campaign", "gpu", "reject_ceiling"}
 
 
 def test_parameter_ids_read_well() -> None:

@@ -181,7 +181,7 @@ def test_pytest_repro_dir_writes_one_script_for_the_shrunk_case(tmp_path: Path,
     request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
                                     node=types.SimpleNamespace(user_properties=[]))
 
-    @settings(max_examples=100, database=None, deadline=None)
+    @settings(max_examples=100, database=None, deadline=None, phases=list(Phase))  # shrinking, as in campaigns
     @given(st.integers(1, 300).map(_rows_case))
     def prop(case: Case) -> None:
         checking.assert_case_passes(case, RowsBug(), request)  # type: ignore[arg-type]

@@ -1,0 +1,183 @@
+"""`python -m fuzz bench`: the suite's campaign engine against a naive loop, on one fixed-seed
+workload, in one run.
+
+The workload is a list of cases the strategies draw for the machine's device from a fixed seed.
+The naive baseline runs them in order in one plain process, each with a fresh `torch.compile`
+and inductor's caches off (`force_disable_caches`, empty cache directories), applying the same
+oracles (FuzzSession.evaluate). The suite runs the same list through the campaign's isolated
+workers (fuzz.workers.Executor: N per GPU, or N on the CPU), each with its own warm caches
+(code caches only: the caches that skip lowering stay off in both). Each side gets the same
+budget, counted from when its first worker is ready; worker start-up is reported apart."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fuzz.timing import INDUCTOR_PHASES
+from fuzz.workers import REPO_ROOT, Executor, visible_gpu_ids
+
+PHASES = ("eager and reference", *INDUCTOR_PHASES, "compile and run", "single-choice compiles", "known-bug re-runs",
+          "oracles")
+
+
+@dataclasses.dataclass
+class Side:
+    """What one side of the benchmark did within its budget."""
+
+    name: str
+    cases: int = 0
+    seconds: float = 0.0  # from the first ready worker to the last case that ended in the budget
+    startup_s: float = 0.0  # until the first worker was ready
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def per_minute(self) -> float:
+        return 60 * self.cases / self.seconds if self.seconds else 0.0
+
+    def add(self, timings: dict[str, float]) -> None:
+        self.cases += 1
+        for phase, seconds in timings.items():
+            self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+
+
+def workload(device: str, seed: int, n: int) -> list[dict[str, Any]]:
+    """`n` cases the strategies draw on `device` from `seed` (the same list every time)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as with_seed
+
+    from strategies.cases import cases
+
+    drawn: list[dict[str, Any]] = []
+
+    @with_seed(seed)
+    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(case=cases(device=device))
+    def collect(case: Any) -> None:
+        drawn.append(case.to_json())
+
+    collect()
+    return drawn
+
+
+def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side:
+    """The baseline, in a fresh process with every inductor cache off."""
+    with tempfile.TemporaryDirectory(prefix="mm-fuzz-naive-") as scratch:
+        spec = Path(scratch) / "cases.json"
+        spec.write_text(json.dumps({"cases": cases, "budget_s": budget_s}))
+        env = {**os.environ, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+               "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
+               "TRITON_CACHE_DIR": str(Path(scratch) / "triton"),
+               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        if device == "cuda" and visible_gpu_ids():
+            env["CUDA_VISIBLE_DEVICES"] = visible_gpu_ids()[0]
+        proc = subprocess.run([sys.executable, "-c", f"import fuzz.bench as b; b.naive_main({str(spec)!r})"],
+                              env=env, capture_output=True, text=True)
+        out = Path(str(spec) + ".out")
+        if not out.is_file():
+            raise RuntimeError(f"the naive loop failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        data = json.loads(out.read_text())
+    return Side("naive", data["cases"], data["seconds"], data["startup_s"], data["phases"])
+
+
+def naive_main(spec_path: str) -> None:
+    """The naive loop itself (run by `run_naive` in its own process)."""
+    began = time.monotonic()
+    import torch
+
+    from fuzz.session import FuzzSession
+    from strategies.case import Case
+
+    spec = json.loads(Path(spec_path).read_text())
+    session = FuzzSession()
+    side = Side("naive", startup_s=time.monotonic() - began)
+    start = time.monotonic()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        for case_json in spec["cases"]:
+            if time.monotonic() - start > spec["budget_s"]:
+                break
+            verdict = session.evaluate(Case.from_json(case_json))
+            side.add(verdict.observation.timings)
+            side.seconds = time.monotonic() - start
+    Path(spec_path + ".out").write_text(json.dumps(dataclasses.asdict(side)))
+
+
+def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device: str,
+              log: Callable[[str], None]) -> Side:
+    """The campaign engine's workers, `workers` of them per GPU (or on the CPU), fed the list in order."""
+    gpus = visible_gpu_ids() if device == "cuda" else []
+    plan = [gpus[i % len(gpus)] for i in range(workers * len(gpus))] if gpus else [""] * workers
+    threads = max(1, (os.cpu_count() or 2) // len(plan))
+    side, todo, lock = Side(f"suite x{workers}"), queue.Queue[dict[str, Any]](), threading.Lock()
+    for case in cases:
+        todo.put(case)
+    began, start = time.monotonic(), [0.0]
+    with tempfile.TemporaryDirectory(prefix="mm-fuzz-bench-") as scratch:
+        def work(index: int, gpu: str) -> None:
+            executor = Executor(index, log_dir=Path(scratch) / "logs", gpu=gpu, cache_dir=Path(scratch) / f"w{index}",
+                                compile_threads=threads)
+            try:
+                executor.start()
+                with lock:
+                    if not start[0]:
+                        start[0] = time.monotonic()
+                        side.startup_s = start[0] - began
+                while time.monotonic() - start[0] < budget_s:
+                    try:
+                        case = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    outcome = executor.run(case)
+                    with lock:
+                        if time.monotonic() - start[0] <= budget_s and outcome.verdict is not None:
+                            side.add(outcome.verdict.get("timings", {}))
+                            side.seconds = time.monotonic() - start[0]
+            finally:
+                executor.stop()
+
+        pool = [threading.Thread(target=work, args=(i, gpu), daemon=True) for i, gpu in enumerate(plan)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+    side.seconds = max(side.seconds, min(budget_s, time.monotonic() - (start[0] or began)))
+    log(f"{side.name}: {side.cases} cases in {side.seconds:.0f}s ({side.per_minute:.1f}/min), "
+        f"start-up {side.startup_s:.0f}s")
+    return side
+
+
+def breakdown(sides: list[Side]) -> str:
+    """A Markdown table: seconds per case in each phase, per side."""
+    rows = ["| phase | " + " | ".join(s.name for s in sides) + " |", "|---|" + "---|" * len(sides)]
+    for phase in PHASES:
+        rows.append(f"| {phase} | " + " | ".join(f"{s.phases.get(phase, 0.0) / max(s.cases, 1):.2f}" for s in sides) + " |")
+    rows.append("| worker start-up (once) | " + " | ".join(f"{s.startup_s:.1f}" for s in sides) + " |")
+    return "\n".join(rows)
+
+
+def bench(budget_s: float, workers: list[int], device: str, seed: int, log: Callable[[str], None]) -> list[Side]:
+    """Run the workload through the naive loop and through the suite with each worker count."""
+    cases = workload(device, seed, 4000)
+    log(f"workload: {len(cases)} cases drawn on {device} from seed {seed}; budget {budget_s:g}s per side")
+    naive = run_naive(cases, budget_s, device)
+    log(f"naive: {naive.cases} cases in {naive.seconds:.0f}s ({naive.per_minute:.1f}/min), start-up {naive.startup_s:.0f}s")
+    return [naive] + [run_suite(cases, budget_s, n, device, log) for n in workers]
+
+
+def summary(sides: list[Side]) -> str:
+    naive, best = sides[0], max(sides[1:], key=lambda s: s.per_minute)
+    curve = ", ".join(f"{s.name.split()[-1]}: {s.per_minute:.1f}/min" for s in sides[1:])
+    ratio = best.per_minute / naive.per_minute if naive.per_minute else float("inf")
+    return (f"workers per device: {curve}\n\n{breakdown(sides)}\n\n"
+            f"speedup: {ratio:.1f}x over naive (cases/min {best.per_minute:.1f} vs {naive.per_minute:.1f}, {best.name})")
