@@ -94,12 +94,14 @@ def op_dtype(case: Case) -> str:
     return OPS[case.op].out_dtype or case.inputs[0].dtype
 
 
-def source(case: Case) -> str:
-    """`def program(x0, x1, ...)` computing the case; returns a tuple of tensors."""
+def source(case: Case, reference: bool = False) -> str:
+    """`def program(x0, x1, ...)` computing the case; returns a tuple of tensors. With `reference`:
+    `def reference(...)`, the same steps with the op's float64 semantics (for float64 inputs)."""
     op = OPS[case.op]
     names = [f"x{i}" for i in range(len(case.inputs))]
     params = {"alpha": 1.0, "beta": 1.0, **case.params_dict}
-    lines = [f"def program({', '.join(names)}):", f"    y = {op.code.format(*names, **params)}"]
+    name, call = ("reference", op.reference) if reference else ("program", op.code)
+    lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
         if step.code:

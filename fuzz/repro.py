@@ -375,9 +375,12 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                     verify: bool = True, timeout_s: float = 900.0,
                     jobs: int | None = None) -> list[tuple[Finding, str, ReproResult | None]]:
     """One repro per finding (of its smallest case), each run with plain python to check that it
-    reproduces (`jobs` at a time); the result is stored in the finding when `findings` is a store."""
+    reproduces (`jobs` at a time), and beside it the plain-torch repro (fuzz.plain_repro, searched
+    for its smallest failing form when verifying); the results are stored in the finding when
+    `findings` is a store."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from fuzz.plain_repro import export_plain, plain_summary, write_environment
     from strategies.case import Case, CaseError
 
     store = findings if isinstance(findings, FindingsStore) else None
@@ -393,17 +396,22 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
             continue
         written.append((f, path))
     jobs = jobs or max(1, min(4, (os.cpu_count() or 2) // 2))
+    environment = write_environment(repro_dir) if verify and written else None
     with ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(lambda fp: run_repro(fp[1], timeout_s) if verify else None, written))
-    for (f, path), result in zip(written, results):
+        plains = list(pool.map(lambda fp: export_plain(fp[0].best_case, fp[0].violation, fp[1], repro_dir.parent,
+                                                       verify=verify, timeout_s=timeout_s, environment=environment),
+                               written))
+    for (f, path), result, plain in zip(written, results, plains):
         f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": _torch_version(), "checked": now(),
                    "exit_code": result.exit_code if result else None,
-                   "verdict": result.verdict if result else "not run"}
+                   "verdict": result.verdict if result else "not run", "plain": plain}
         if result is None:
             emit(f"repro {path}")
         else:
             as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
             emit(f"repro {path}: exit {result.exit_code} ({as_stated}): {result.verdict}")
+        emit(f"plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
         if store is not None:
             store.save(f)
     return [(f, path, result) for (f, path), result in zip(written, results)]
