@@ -139,6 +139,8 @@ def build_parser() -> Parser:
     report.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the JSON summary here")
     report.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write JUnit XML here")
     report.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write the Markdown here")
+    report.add_argument("--upstream", type=Path, default=None, metavar="DIR",
+                        help="write one upstream issue draft (Markdown) per root-cause group into DIR")
     return parser
 
 
@@ -252,6 +254,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         import json
 
         _write(args.json, json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if args.upstream is not None:
+        from fuzz.upstream import write_drafts
+
+        try:
+            drafts = write_drafts(findings, args.upstream, args.sources, _warn)
+        except OSError as e:
+            _fail(f"cannot write drafts to {args.upstream}: {e.strerror or e}")
+        print(f"{len(drafts) - 1} issue draft(s) and index.md in {args.upstream}", file=sys.stderr)
     print(report.markdown(summary))
     print(report.summary_line(findings, records), file=sys.stderr)
     return 0

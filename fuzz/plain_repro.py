@@ -475,7 +475,7 @@ def plain_summary(plain: dict[str, Any]) -> str:
     (every run)", or why there is none."""
     if plain.get("unsupported"):
         return f"none: {plain['unsupported']}"
-    outcome = plain.get("outcome") or {}
+    outcome = plain.get("outcome") if isinstance(plain.get("outcome"), dict) else {}
     what = {"raised": f"raises `{outcome.get('type')}: {outcome.get('message')}`",
             "mismatch": f"returns wrong results (`{outcome.get('message')}`)",
             "killed": f"kills the process with {outcome.get('type')}", "hang": "hangs",
