@@ -205,3 +205,19 @@ def test_plain_summary_says_what_the_repro_does_and_how_reliably(record: dict[st
     from fuzz.plain_repro import plain_summary
 
     assert plain_summary(record) == summary
+
+
+REPROS = Path(__file__).resolve().parent.parent / "repros"
+NOTHING_USER_VISIBLE = {"layout_gate_counts_failed_templates"}  # README: an observation no program can show
+
+
+def test_every_curated_repro_has_a_short_plain_torch_version() -> None:
+    verdicts = {p.stem for p in REPROS.glob("*.py") if not p.stem.endswith(("_plain", "_host", "_kernel"))}
+    plains = {p.stem.removesuffix("_plain") for p in REPROS.glob("*_plain.py")}
+    assert plains == verdicts - NOTHING_USER_VISIBLE
+    for path in REPROS.glob("*_plain.py"):
+        text = path.read_text()
+        tree = ast.parse(text)
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert imported <= {"torch", "triton", "sys"} and not any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))
+        assert len(text.splitlines()) <= 60 and 'print("torch", torch.__version__' in text, path.name
