@@ -7,7 +7,8 @@ fuzzer drew), the case's program, `torch.compile(..., mode="max-autotune")` or t
 its full traceback or an assertion on the values. It prints the versions first.
 
 `search` finds that form by running candidates in subprocesses: the plain form first, else the
-case's config with keys dropped one at a time, then without freezing; it keeps the smallest that
+case's config with keys dropped one at a time, then without freezing, and `max_autotune=True` spelt
+as mode="max-autotune"; it keeps the smallest that
 fails the same way (same exception type and innermost inductor frame, same signal, or a value
 mismatch) and records which single changes make it pass (ATen only, no freezing, no
 max-autotune, eager): the configuration difference an issue reports.
@@ -416,6 +417,9 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
             break
     if found is not None and found.frozen and fails(found.replace(frozen=False)):
         found = found.replace(frozen=False)
+    if found is not None and found.mode is None and dict(found.patch).get("max_autotune") and \
+            fails(promoted := found.without("max_autotune").replace(mode="max-autotune")):
+        found = promoted  # the spelling users write: torch.compile(..., mode="max-autotune")
     if found is not None and kind in (EXACT, BOUND) and _autotuned(found) and len(_backends(found)) > 1 \
             and template in _backends(found) and fails(pinned := found.with_key("max_autotune_gemm_backends", template)):
         found = pinned

@@ -129,16 +129,18 @@ def test_search_drops_config_keys_and_freezing_that_do_not_matter() -> None:
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP", "epilogue_fusion": False},
                      inputs=(TensorSpec((2, 3), (3, 1), 0, "float32"), TensorSpec((3, 2), (2, 1), 0, "float32")))
 
-    def cpp_chosen(form: Form) -> bool:  # the bug: the CPP kernel; reached through the max_autotune key only
+    def cpp_chosen(form: Form) -> bool:  # the bug: the CPP kernel, once it wins autotuning (not in the first 2 runs)
         patch = dict(form.patch)
-        return form.mode is None and patch.get("max_autotune") is True and not form.eager and \
-            "CPP" in patch.get("max_autotune_gemm_backends", "ATEN,TRITON,CPP")
+        return len(runs) > 2 and (form.mode == "max-autotune" or patch.get("max_autotune") is True) and \
+            not form.eager and "CPP" in patch.get("max_autotune_gemm_backends", "ATEN,TRITON,CPP")
 
     found = search(case, EXACT, _fake_run(cpp_chosen, runs))
-    assert found.form == Form.make(None, {"max_autotune": True, "max_autotune_gemm_backends": "CPP"}, False)
-    assert found.confirmed
+    assert runs[2] == Form.make(None, case.config_dict, True)  # the plain forms passed: the case's own form next
+    # keys and freezing dropped, max_autotune=True spelt as the mode, pinned to CPP, confirmed
+    assert found.form == Form.make("max-autotune", {"max_autotune_gemm_backends": "CPP"}, False) and found.confirmed
     flips = {change: o.status for change, o in found.flips}
-    assert flips["without `max_autotune=True`"] == "passed" and flips["`max_autotune_gemm_backends='ATEN'`"] == "passed"
+    assert flips['`torch.compile` without `mode="max-autotune"`'] == "passed"
+    assert flips["`max_autotune_gemm_backends='ATEN'`"] == "passed"
 
 
 def test_search_without_a_failing_form_keeps_the_case_and_says_so() -> None:
