@@ -160,8 +160,8 @@ def _make_inputs(case: Case, name: str, specs: tuple[TensorSpec, ...], seeded: b
 _CHECKS = {
     EXACT: ["def check(got, args):  # exact-integer inputs: every product and partial sum is exact",
             "    for g, w in zip(got, {ref}(*[x.double() for x in args])):",
-            "        assert torch.equal(g.double(), w), f\"{{int((g.double() != w).sum())}} of {{w.numel()}} "
-            "elements differ from the exact result\""],
+            "        assert torch.equal(g.double(), w), f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
+            "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, exact {{w.flatten()[:4].tolist()}}\""],
     BOUND: ["def check(got, args):  # against float64, with float32 accumulation's error bound",
             "    want, size = {ref}(*[x.double() for x in args]), {ref}(*[x.double().abs() for x in args])",
             "    for g, w, m in zip(got, want, size):  # K-term sums + output rounding, x4 for the steps after",

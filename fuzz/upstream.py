@@ -204,6 +204,10 @@ EXPECTED = {
 }
 
 
+def _short(message: str, limit: int = 200) -> str:
+    return message if len(message) <= limit else message[:limit] + " …"
+
+
 def _read(path: Path | None) -> str | None:
     try:
         return path.read_text(encoding="utf-8") if path else None
@@ -244,7 +248,7 @@ def render_draft(group: Group, sources: Sequence[Path]) -> str:
     out = [f"# {group.title}", "",
            f"<!-- root-cause group `{group.key}`: {len(group.findings)} finding(s); drafted {now()} by "
            "mm-autotune-fuzz `python -m fuzz report --upstream` -->", "", "### 🐛 Describe the bug", "",
-           f"Found by fuzzing inductor's max-autotune matmul path: {rep.message}. The program below "
+           f"Found by fuzzing inductor's max-autotune matmul path: {_short(rep.message)}. The program below "
            f"{plain_summary(plain)}.", ""]
     if script:
         out += _fence(script, "python") + [""]
@@ -271,7 +275,8 @@ def _others(findings: list[Finding], sources: Sequence[Path]) -> list[str]:
     for f in findings:
         plain = _plain(f)
         script = _read(_locate(plain.get("path"), sources))
-        out += [f"- `{f.signature}` ({f.op}, seen {f.count}x): {f.message}; its plain repro {plain_summary(plain)}."]
+        out += [f"- `{f.signature}` ({f.op}, seen {f.count}x): {_short(f.message)}; its plain repro "
+                f"{plain_summary(plain)}."]
         if script:
             out += ["", "  <details><summary>plain repro</summary>", "", *_fence(script, "python"), "",
                     "  </details>", ""]
