@@ -94,13 +94,19 @@ def op_dtype(case: Case) -> str:
     return OPS[case.op].out_dtype or case.inputs[0].dtype
 
 
-def source(case: Case, reference: bool = False) -> str:
+def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
     """`def program(x0, x1, ...)` computing the case; returns a tuple of tensors. With `reference`:
-    `def reference(...)`, the same steps with the op's float64 semantics (for float64 inputs)."""
+    `def reference(...)`, the same steps with the op's float64 semantics (for float64 inputs); with
+    `magnitude`: `def magnitude(...)`, those with |alpha| and |beta| (on |inputs|: sum |terms|)."""
     op = OPS[case.op]
     names = [f"x{i}" for i in range(len(case.inputs))]
     params = {"alpha": 1.0, "beta": 1.0, **case.params_dict}
-    name, call = ("reference", op.reference) if reference else ("program", op.code)
+    if magnitude:
+        name, call, params = "magnitude", op.reference, {k: abs(v) for k, v in params.items()}
+    elif reference:
+        name, call = "reference", op.reference
+    else:
+        name, call = "program", op.code
     lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):

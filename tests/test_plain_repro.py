@@ -61,6 +61,28 @@ def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
                 assert all(torch.equal(g, w) for g, w in zip(got, want))
 
 
+BOUND = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
+
+
+@settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cases(device="cpu"))
+def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) -> None:
+    """A check that failed eager too would call any compiled result wrong (negative alpha once did)."""
+    for violation in (BOUND, EXACT, CRASH):
+        script = render(case, violation, Form.make("max-autotune", case.config_dict, case.frozen_weights))
+        assert len(script.splitlines()) <= 60, script
+    if case.inputs[0].dtype.startswith(("float", "bfloat")) and case.op not in ("int_mm", "scaled_mm"):
+        namespace: dict[str, Any] = {}
+        exec(compile(render(case, BOUND, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>", "exec"),
+             namespace)
+        with torch.no_grad():
+            try:
+                eager = namespace["program"](*namespace["make_inputs"]())
+            except (RuntimeError, IndexError):
+                return  # eager rejects the case (e.g. a transpose after a reduction): the suite skips it too
+            namespace["check"](eager, namespace["make_inputs"]())
+
+
 def test_script_needs_only_torch_and_fits_a_page() -> None:
     case = Case.make(op="baddbmm", device="cpu", value_mode="exact_int", frozen_weights=True, dynamic=True,
                      consumers=("relu", "mutate_input"), mark_dynamic=((0, 1),), params={"alpha": 2.0, "beta": 0.5},
