@@ -295,6 +295,8 @@ def _flips(plain: dict[str, Any]) -> list[str]:
             "still fails the same way" if (flip.get("status"), flip.get("type"), flip.get("frame")) == same else \
             "fails differently: " + plain_summary({"outcome": flip})
         out.append(f"- {flip.get('change')}: {verdict}")
+        if str(flip.get("change", "")).startswith("eagerly") and verdict == "still fails the same way":
+            out.append("  (eager gives the same wrong values: the bug is in the ATen kernel, not in inductor)")
     return out + [""]
 
 

@@ -104,6 +104,14 @@ def test_draft_holds_what_a_maintainer_asks_for(tmp_path: Path) -> None:
     assert [p.name for p in paths] == ["addmm-scalar-bias.md", "index.md"]
 
 
+def test_a_bug_eager_shares_is_called_an_aten_bug(tmp_path: Path) -> None:
+    plain = {**PLAIN, "check": "exact", "outcome": {"status": "mismatch", "type": "AssertionError", "message": "2 of 4"},
+             "flips": [{"change": "eagerly (no `torch.compile`)", "status": "mismatch", "type": "AssertionError"}]}
+    write_drafts([finding("exact-mismatch:int_mm:int8", oracle="numerics", plain=plain)], tmp_path, [tmp_path], print)
+    draft = next(tmp_path.glob("numerics-*.md")).read_text()
+    assert "- eagerly (no `torch.compile`): still fails the same way\n  (eager gives the same wrong values" in draft
+
+
 def test_non_bugs_and_internal_findings_are_listed_not_drafted(tmp_path: Path) -> None:
     layout = {"unsupported": "layout_spec / fixed-when-allowed:bmm is about inductor internals"}
     findings = [finding("output-strides:matmul", oracle="numerics", bug="matvec-view-output-strides"),
