@@ -23,11 +23,6 @@ from typing import Any
 from fuzz.findings import Finding, now
 from fuzz.plain_repro import plain_summary
 
-ENVIRONMENT_FILE = "environment.txt"
-"""What `python -m torch.utils.collect_env` printed on the host that verified the plain repros
-(written beside them by the export)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class RootCause:
     """A triaged cause: the known bugs (registry names) one fix would close, where it likely lies,
