@@ -483,8 +483,8 @@ def plain_summary(plain: dict[str, Any]) -> str:
     if plain.get("unsupported"):
         return f"none: {plain['unsupported']}"
     outcome = plain.get("outcome") if isinstance(plain.get("outcome"), dict) else {}
-    what = {"raised": f"raises `{outcome.get('type')}: {outcome.get('message')}`",
-            "mismatch": f"returns wrong results (`{outcome.get('message')}`)",
+    message = str(outcome.get("message"))[:200]  # a failed C++ compile's is its whole command line
+    what = {"raised": f"raises `{outcome.get('type')}: {message}`", "mismatch": f"returns wrong results (`{message}`)",
             "killed": f"kills the process with {outcome.get('type')}", "hang": "hangs",
             "passed": "runs without error"}.get(outcome.get("status", ""), "was not run")
     how = ("every run" if plain.get("confirmed") else
