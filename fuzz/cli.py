@@ -158,6 +158,8 @@ def build_parser() -> Parser:
     report.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write the Markdown here")
     report.add_argument("--html", type=Path, default=None, metavar="FILE",
                         help="write the dashboard (one self-contained page) here")
+    report.add_argument("--upstream", type=Path, default=None, metavar="DIR",
+                        help="write one upstream issue draft (Markdown) per root-cause group into DIR")
 
     bench = sub.add_parser("bench", help="the campaign engine against a naive compile loop, on one workload",
                            description=(
@@ -314,6 +316,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         _write(args.html, html(summary, args.html.parent))
     if args.json is not None:
         _write(args.json, json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if args.upstream is not None:
+        from fuzz.upstream import write_drafts
+
+        try:
+            drafts = write_drafts(findings, args.upstream, [Path(s) for s in args.sources if "://" not in s], _warn)
+        except OSError as e:
+            _fail(f"cannot write drafts to {args.upstream}: {e.strerror or e}")
+        print(f"{len(drafts) - 1} issue draft(s) and index.md in {args.upstream}", file=sys.stderr)
     print(report.markdown(summary))
     print(report.summary_line(findings, records), file=sys.stderr)
     return 0

@@ -175,7 +175,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                            and c.params_dict.get("alpha") == 0.0 and c.params_dict.get("beta") == 0.0),
         untrigger=lambda c: _replace(c, params={**c.params_dict, "alpha": 1.0}),
         tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "
-                 "baddbmm with alpha=0 and beta=0 leaves the output uninitialized; extern calls inherit it",
+                 "baddbmm with alpha=0 and beta=0 leaves the output uninitialized where oneDNN bf16 matmul is used "
+                 "(torch.ops.mkldnn._is_mkldnn_bf16_supported()); extern calls inherit it",
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
@@ -184,9 +185,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=(r"exact-mismatch:int_mm:int32(@aten::_int_mm)?",),
         applies=_int_mm_short_leading_dim,
         untrigger=_dense_int_mm_operands,
-        tracking="https://github.com/pytorch/pytorch/issues/195066 (fix PR open; repros/eager_int_mm_expanded_operand.py): "
-                 "ATen's CPU _int_mm returns garbage when an operand's leading dimension is shorter than its rows; "
-                 "compiled code inherits it through the extern kernel",
+        tracking="https://github.com/pytorch/pytorch/issues/195066 (fix PR https://github.com/pytorch/pytorch/pull/194682; "
+                 "repros/eager_int_mm_expanded_operand.py): ATen's CPU _int_mm returns garbage when an operand's "
+                 "leading dimension is shorter than its rows (hosts whose oneDNN int8 GEMM path takes it; not AMD Zen 3 "
+                 "with AVX2 only); compiled code inherits it through the extern kernel",
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
@@ -234,14 +236,27 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
+        name="cpp-gemm-frozen-n0-dynamic-sigfpe",
+        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
+        signatures=(r"killed:SIGFPE:(mm|addmm)",),
+        applies=lambda c: (_frozen_cpp(c) and "ATEN" in _backends(c) and c.inputs[1].shape[-1] == 0
+                           and c.inputs[0].dtype in HALF and bool(c.dynamic or c.mark_dynamic or c.second_call)),
+        untrigger=without_backend("CPP"),
+        tracking="repros/cpp_gemm_frozen_n0_dynamic_sigfpe.py (not yet filed upstream): with M symbolic the CPP "
+                 "kernel's division by the zero number of N blocks happens at run time, while it is benchmarked",
+        torch_versions=("2.13",),
+    ),
+    KnownBug(
         name="freezing-half-linear-empty-weight-onednn",
         oracles=("crash",),
         signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
         messages=(r"could not create a primitive descriptor",),
-        applies=lambda c: _frozen_linear(c, HALF) and 0 in c.inputs[1].shape,
+        applies=lambda c: 0 in c.inputs[1].shape and (_frozen_linear(c, HALF) or _frozen_linear(c, ("float32",))
+                                                      and bool(c.dynamic or c.mark_dynamic or c.second_call)),
         untrigger=lambda c: _replace(c, frozen_weights=False),
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
-                 "bf16/fp16 weight with K == 0 or N == 0 for oneDNN's inner product, which cannot build it",
+                 "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
+                 "product, which cannot build it (hosts with oneDNN bf16/fp16; float32 with dynamic M on any)",
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
@@ -294,8 +309,9 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         messages=(r"list index out of range",),
         applies=lambda c: c.op == "addmm" and c.inputs[2].shape == (),
         untrigger=_scalar_to_vector_bias,
-        tracking="https://github.com/pytorch/pytorch/issues/197107 (fix PR open; repros/addmm_scalar_bias_indexerror.py): "
-                 "tuned_addmm reads inp.get_stride()[0] before checking the bias rank",
+        tracking="https://github.com/pytorch/pytorch/issues/197107 (fix PR https://github.com/pytorch/pytorch/pull/197214; "
+                 "repros/addmm_scalar_bias_indexerror.py): tuned_addmm reads inp.get_stride()[0] before checking the "
+                 "bias rank",
         torch_versions=("2.13",),
     ),
     KnownBug(

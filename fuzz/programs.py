@@ -185,11 +185,29 @@ def _params(case: Case) -> dict[str, float]:
     return {"alpha": 1.0, "beta": 1.0, **case.params_dict}
 
 
-def source(case: Case) -> str:
-    """`def program(x0, x1, ...)` computing the case; returns a tuple of tensors."""
+def reference_code(op: OpSpec) -> str:
+    """The op's float64 semantics as one expression (the sum of its terms; {alpha}/{beta} params)."""
+    parts = []
+    for term in op.terms:
+        value = f"{term.left} @ {term.right}" if term.right else term.left
+        parts.append(f"{{{term.scalar}}} * ({value})" if term.scalar else value)
+    return " + ".join(parts)
+
+
+def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
+    """`def program(x0, x1, ...)` computing the case; returns a tuple of tensors. With `reference`:
+    `def reference(...)`, the same steps with the op's float64 semantics (for float64 inputs); with
+    `magnitude`: `def magnitude(...)`, those with |alpha| and |beta| (on |inputs|: sum |terms|)."""
     op = OPS[case.op]
     names = [f"x{i}" for i in range(len(case.inputs))]
-    lines = [f"def program({', '.join(names)}):", f"    y = {op.code.format(*names, **_params(case))}"]
+    params = _params(case)
+    if magnitude:
+        name, call, params = "magnitude", reference_code(op), {k: abs(v) for k, v in params.items()}
+    elif reference:
+        name, call = "reference", reference_code(op)
+    else:
+        name, call = "program", op.code
+    lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
         if step.code:

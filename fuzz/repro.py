@@ -395,10 +395,12 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                     verify: bool = True, timeout_s: float = 900.0, jobs: int | None = None,
                     cancel: threading.Event | None = None) -> list[tuple[Finding, str, ReproResult | None]]:
     """One repro per finding (of its smallest case), each run with plain python to check that it
-    reproduces (`jobs` at a time, a line as each ends); the result is stored in the finding when
-    `findings` is a store."""
+    reproduces (`jobs` at a time, a line as each ends), and beside it the plain-torch repro
+    (fuzz.plain_repro, searched for its smallest failing form when verifying); the results are
+    stored in the finding when `findings` is a store."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
+    from fuzz.plain_repro import export_plain, plain_summary, write_environment
     from strategies.case import Case, CaseError
 
     store = findings if isinstance(findings, FindingsStore) else None
@@ -413,26 +415,37 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
             emit(f"warning: no repro for {f.key}: {e}")
             continue
         written.append((f, path))
-    results: dict[int, ReproResult | None] = {}
-    if verify and written:
+    results: dict[int, tuple[ReproResult | None, dict[str, Any]]] = {}
+    environment = write_environment(repro_dir) if verify and written else None
+
+    def check(f: Finding, path: str) -> tuple[ReproResult | None, dict[str, Any]]:
+        result = run_repro(path, timeout_s, cancel) if verify else None
+        return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=verify and not
+                                    (cancel is not None and cancel.is_set()), timeout_s=timeout_s, environment=environment)
+
+    if written:
         jobs = jobs or max(1, min(4, (os.cpu_count() or 2) // 2))
-        emit(f"checking {len(written)} repro(s), {jobs} at a time (each up to {timeout_s:g}s)")
+        if verify:
+            emit(f"checking {len(written)} repro(s) and their plain-torch forms, {jobs} at a time "
+                 f"(each up to {timeout_s:g}s)")
         with ThreadPoolExecutor(jobs) as pool:
-            futures = {pool.submit(run_repro, path, timeout_s, cancel): i for i, (_, path) in enumerate(written)}
+            futures = {pool.submit(check, f, path): i for i, (f, path) in enumerate(written)}
             for done, future in enumerate(as_completed(futures), 1):
-                i, result = futures[future], future.result()
-                results[i] = result
-                as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
-                emit(f"[{done}/{len(written)}] repro {written[i][1]}: exit {result.exit_code} ({as_stated}, "
-                     f"{result.seconds:.0f}s): {result.verdict}")
+                i = futures[future]
+                result, plain = results[i] = future.result()
+                head = f"[{done}/{len(written)}] repro {written[i][1]}"
+                if result is None:
+                    emit(head)
+                else:
+                    as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
+                    emit(f"{head}: exit {result.exit_code} ({as_stated}, {result.seconds:.0f}s): {result.verdict}")
+                emit(f"    plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
     for i, (f, path) in enumerate(written):
-        result = results.get(i)
+        result, plain = results.get(i, (None, {}))
         f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": _torch_version(), "checked": now(),
                    "exit_code": result.exit_code if result else None,
                    "verdict": result.verdict if result else "not run",
-                   "seconds": round(result.seconds, 1) if result else None}
-        if result is None and not verify:
-            emit(f"repro {path}")
+                   "seconds": round(result.seconds, 1) if result else None, "plain": plain}
         if store is not None:
             store.save(f)
-    return [(f, path, results.get(i)) for i, (f, path) in enumerate(written)]
+    return [(f, path, results.get(i, (None, {}))[0]) for i, (f, path) in enumerate(written)]

@@ -55,7 +55,7 @@ def _storage(case: Case, specs: list[TensorSpec], group: list[int]) -> torch.Ten
     """float64 contents of the storage the inputs `group` view: seeded values, NaN outside the views."""
     first = group[0]
     size = max(specs[i].storage_size() for i in group)
-    gen = torch.Generator().manual_seed(case.seed * 1009 + first)
+    gen = torch.Generator().manual_seed(storage_seed(case, first))
     values = _values(case, specs[first], first, size, gen)
     covered = torch.zeros(size, dtype=torch.bool)
     for i in group:
@@ -90,8 +90,18 @@ def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generat
     values = torch.randn(n, generator=gen, dtype=torch.float64)
     if case.value_mode == "sparse":
         return values * (torch.rand(n, generator=gen, dtype=torch.float64) < 0.1)
-    if case.value_mode == "large":  # results near the top of the dtype's range, not past it
-        k = max(reduction_size(case), 1)
-        limit = torch.finfo(getattr(torch, op_dtype(case))).max
-        return values * 2.0 ** math.floor(math.log2(math.sqrt(limit / (16 * k))))
+    if case.value_mode == "large":
+        return values * large_scale(case)
     return values
+
+
+def large_scale(case: Case) -> float:
+    """Factor of the "large" value mode: results near the top of the dtype's range, not past it."""
+    k = max(reduction_size(case), 1)
+    limit = torch.finfo(getattr(torch, op_dtype(case))).max
+    return 2.0 ** math.floor(math.log2(math.sqrt(limit / (16 * k))))
+
+
+def storage_seed(case: Case, index: int) -> int:
+    """Seed of the generator that fills the storage of input `index` (the first of a shared group)."""
+    return case.seed * 1009 + index

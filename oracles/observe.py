@@ -372,21 +372,36 @@ def _compiler_error(exc: BaseException) -> str:
     return line.split("error:", 1)[1].strip() if line else ""
 
 
-def describe_failure(exc: BaseException) -> Failure:
-    """Innermost exception type, its first meaningful message line (a C++ compile error's own
-    `error:` line), and the innermost torch/_inductor frame (else the innermost torch frame)
-    across the cause chain."""
+def _cause_chain(exc: BaseException) -> list[BaseException]:
+    """`exc`, then what caused it, outermost first (no exception twice)."""
     chain: list[BaseException] = []
     seen: BaseException | None = exc
     while seen is not None and seen not in chain:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
+    return chain
+
+
+def innermost_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost torch/_inductor frame (else the innermost torch frame) across the cause chain."""
+    frames = [fs for e in _cause_chain(exc) for fs in traceback.extract_tb(e.__traceback__)]
+    paths = [fs.filename.replace(os.sep, "/") for fs in frames]
+    return next((fs for fs, p in zip(reversed(frames), reversed(paths)) if "torch/_inductor/" in p),
+                next((fs for fs, p in zip(reversed(frames), reversed(paths)) if "/torch/" in p), None))
+
+
+def describe_failure(exc: BaseException) -> Failure:
+    """Innermost exception type, its first meaningful message line (a C++ compile error's own
+    `error:` line), and the innermost torch/_inductor frame (else the innermost torch frame)
+    across the cause chain."""
+    chain = _cause_chain(exc)
     no_choices = next((next((kind for text, kind in NO_VALID_CHOICES.items() if text in str(e)), "all-failed-to-run")
                        for e in chain if type(e).__name__ == "NoValidChoicesError"), "")
-    frames = [fs for e in chain for fs in traceback.extract_tb(e.__traceback__)]
-    paths = [(fs.filename.replace(os.sep, "/"), fs.name) for fs in frames]
-    frame = next((f"{p.split('torch/_inductor/')[-1]}:{n}" for p, n in reversed(paths) if "torch/_inductor/" in p),
-                 next((f"{p.split('torch/')[-1]}:{n}" for p, n in reversed(paths) if "/torch/" in p), ""))
+    fs = innermost_frame(exc)
+    frame = ""
+    if fs is not None:
+        path = fs.filename.replace(os.sep, "/")
+        frame = f"{path.split('torch/_inductor/' if 'torch/_inductor/' in path else 'torch/')[-1]}:{fs.name}"
     lines = [_compiler_error(e) for e in reversed(chain)]
     lines += [line.strip() for e in reversed(chain) for line in str(e).splitlines()]
     message = next((line for line in lines if line and not line.endswith(":")

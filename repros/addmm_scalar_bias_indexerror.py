@@ -3,6 +3,8 @@
 Found by this suite on torch 2.13.0+cpu (crash oracle). `tuned_addmm` evaluates
 `inp.get_stride()[0] == 0` before `len(inp.get_size()) == 2`, so a rank-0 bias has no stride[0].
 Eager mode accepts the broadcast. Not seen on torch 2.11 (the check is newer).
+Tracked upstream: https://github.com/pytorch/pytorch/issues/197107 (open; fix PR #197214 open).
+Plain-torch repro for the issue: addmm_scalar_bias_indexerror_plain.py.
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (CPU is enough).
 """
 

@@ -6,7 +6,9 @@ freezing alone is enough). Freezing packs the half-precision weight for oneDNN's
 constant-folds it; with K == 0 oneDNN raises "could not create a primitive descriptor for the inner
 product forward propagation primitive" (from constant_folding). bmm compiles fine; float32 with N == 0
 has its own bug (freezing_mkl_linear_n0_sigfpe.py).
-Eager returns zeros.
+Eager returns zeros. Host condition: freezing packs bf16/fp16 weights only where
+torch.ops.mkldnn._is_mkldnn_bf16_supported() (fp16: _fp16_) is True (AVX-512 class x86); elsewhere (e.g. an
+AMD EPYC Zen 3, AVX2) nothing is packed and this prints FIXED.
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (x86 CPU build).
 """
 
@@ -34,5 +36,6 @@ try:
 except Exception as e:  # the bug: freezing's constant folding raises
     errors = [ln for ln in str(e).splitlines() if "Error:" in ln]
     ok, verdict = False, f"BUG: {type(e).__name__}: {(errors or [str(e).splitlines()[0]])[0][:110]}"
-print(f"{verdict} (frozen bf16 mm with K=0, torch {torch.__version__})")
+print(f"{verdict} (frozen bf16 mm with K=0, torch {torch.__version__}, "
+      f"oneDNN bf16: {torch.ops.mkldnn._is_mkldnn_bf16_supported()})")
 sys.exit(0 if ok else 1)

@@ -5,6 +5,9 @@ Found by this suite on torch 2.13.0+cpu (a campaign worker died with SIGFPE; the
 max-autotune, but freezing alone is enough). Freezing packs the float32 weight for MKL's linear;
 with N == 0 an integer division by zero follows (M = 128 and K = 1 pass). Eager returns an empty
 (129, 0) tensor. The compile runs in a child process so that this script can give its verdict.
+Host condition unknown: it does not die on an AMD EPYC Zen 3 (AVX2, oneMKL 2024.2) with any M, K or thread
+count tried, though freezing takes the MKL path there; likely an AVX-512 host (MKL picks its packing kernels
+per ISA). freezing_mkl_linear_n0_sigfpe_host.py maps the condition on a host where it dies.
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (x86 CPU build).
 """
 
@@ -35,5 +38,6 @@ elif code in (-signal.SIGFPE, 128 + signal.SIGFPE):
     ok, verdict = False, "BUG: the compile died with SIGFPE"
 else:
     ok, verdict = False, f"BUG: the compile ended with exit status {code}"
-print(f"{verdict} (frozen float32 mm with N=0, M=129, torch {torch.__version__})")
+print(f"{verdict} (frozen float32 mm with N=0, M=129, torch {torch.__version__}, "
+      f"CPU capability {torch.backends.cpu.get_cpu_capability()})")
 sys.exit(0 if ok else 1)

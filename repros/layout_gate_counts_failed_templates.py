@@ -8,6 +8,8 @@ asks `_need_to_fix_layout` about the candidates before they are built; the Trito
 counted as templates, then fail to build (`choice_or_none` -> None) and are dropped, so the ATen
 choice that is left was given a fixed layout. A 2-D mm of the same shapes is unaffected (its
 lowering leaves Triton out for empty dims). The same gate code is in torch 2.13's choices.py.
+NOT WORTH FILING as it stands: it only bites with empty outputs (M or N == 0), where the layout cannot
+matter. Kept as an observation.
 Usage: python layout_gate_counts_failed_templates.py [M N [mm]]  (mm: a 2-D mm instead of bmm)
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch with CUDA (and triton).
 """

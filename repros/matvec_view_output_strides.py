@@ -6,6 +6,9 @@ Found by this suite on torch 2.13.0+cpu (numerics oracle, output-strides check; 
 product (N == 1, lowered as a reduction) keeps `a`'s batch-inner order and the returned view
 inherits it. Values agree; N == 5 or a contiguous `a` give eager's strides. Any mode (max-autotune
 or not) shows it.
+NOT A BUG as it stands: inductor promises only the stride *order* of view outputs (torch/_inductor/graph.py:
+views get `require_stride_order`, other outputs `require_exact_strides`); file it only with a user-visible
+effect. Kept as an observation.
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch (CPU build).
 """
 

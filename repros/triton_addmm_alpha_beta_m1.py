@@ -4,7 +4,9 @@ config has BLOCK_K=128 (BLOCK_M=BLOCK_N=16, num_warps=1); other configs of the s
 
 Found by this suite on an H200 with torch 2.11.0+cu130 / triton 3.6.0 (numerics oracle, per-choice
 compiles; also with exact small-integer inputs, so it is not rounding). The config is pinned here
-with inductor's `test_configs.autotune_choice_desc_regex`.
+with inductor's `test_configs.autotune_choice_desc_regex`. For an upstream report:
+triton_addmm_alpha_beta_m1_plain.py (torch.compile, mode="max-autotune") and
+triton_addmm_alpha_beta_m1_kernel.py (the generated kernel as a standalone Triton script).
 Usage: python triton_addmm_alpha_beta_m1.py [M K N LD ALPHA BETA DTYPE CONFIG_REGEX]
 Exit status: 1 while the bug is present, 0 once fixed. Needs only torch with CUDA.
 """

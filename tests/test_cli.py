@@ -181,8 +181,9 @@ def test_replay_and_export_skip_what_they_cannot_use(capsys: pytest.CaptureFixtu
     captured = capsys.readouterr()
     assert captured.err.count("skipping corrupt finding") == 2
     assert "warning: no repro for numerics/other: case is missing field" in captured.err
-    scripts = list((d / "repros").glob("*.py"))
-    assert len(scripts) == 1 and "EXPECTED = [('numerics', 'tolerance:mm:float32')]" in scripts[0].read_text()
+    scripts = sorted((d / "repros").glob("*.py"))  # the vendored repro and its plain-torch one
+    assert len(scripts) == 2 and "EXPECTED = [('numerics', 'tolerance:mm:float32')]" in scripts[0].read_text()
+    assert scripts[1].name == scripts[0].stem + "_plain.py"
 
 
 class FakeExecutor:

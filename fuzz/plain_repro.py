@@ -1,0 +1,518 @@
+"""Plain-torch repro scripts: the program a PyTorch developer would write for a finding.
+
+The vendored verdict script (fuzz/repro.py) runs the suite's own code and prints one line. This
+one is what an upstream issue needs: the inputs built with plain torch calls (the very values the
+fuzzer drew), the case's program, `torch.compile(..., mode="max-autotune")` or the smallest
+`torch._inductor.config.patch` that still fails, and then either the exception propagating with
+its full traceback or an assertion on the values. It prints the versions first.
+
+`search` finds that form by running candidates in subprocesses: the plain form first, else the
+case's config with keys dropped one at a time, then without freezing, and `max_autotune=True` spelt
+as mode="max-autotune"; it keeps the smallest that
+fails the same way (same exception type and innermost inductor frame, same signal, or a value
+mismatch) and records which single changes make it pass (ATen only, no freezing, no
+max-autotune, eager): the configuration difference an issue reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fuzz import programs
+from fuzz.known_bugs import DEFAULT_BACKENDS
+from fuzz.values import exact_int_range, large_scale, storage_seed
+from fuzz.workers import REPO_ROOT
+from strategies.case import Case, TensorSpec, contiguous_strides
+
+RAISES, EXACT, BOUND, STRIDES, META = "raises", "exact", "bound", "strides", "meta"
+NUMERICS_CHECKS = {"exact-mismatch": EXACT, "tolerance": BOUND, "output-strides": STRIDES, "output-meta": META}
+MAX_AUTOTUNE_KEYS = ("max_autotune", "max_autotune_gemm")
+FAMILY_BACKENDS = (("triton", "TRITON"), ("cpp", "CPP"), ("extern", "ATEN"), ("aten", "ATEN"))
+"""Which backend alone serves a kernel-choice family (`ChoiceRecord.family`, lower-cased prefix)."""
+
+
+class PlainReproError(Exception):
+    """The finding has no user-visible symptom a plain script could show (e.g. a layout decision)."""
+
+
+def check_kind(violation: Mapping[str, str]) -> str:
+    """How the script shows the violation: let the exception (or death) happen, or assert on values."""
+    oracle, signature = violation["oracle"], violation["signature"]
+    if oracle in ("crash", "process") or signature.startswith("choice-crash:"):
+        return RAISES
+    kind = NUMERICS_CHECKS.get(signature.split(":")[0]) if oracle == "numerics" else None
+    if kind is None:
+        raise PlainReproError(f"{oracle} / {signature} is about inductor internals, not what the program returns")
+    return kind
+
+
+def family_backend(violation: Mapping[str, str]) -> str | None:
+    """The backend that serves the kernel choice a single-choice signature names, e.g. "CPP"."""
+    match = re.search(r"@([^:]+(?:::[^:]+)?)", violation["signature"])
+    family = match.group(1).lower() if match else ""
+    return next((backend for prefix, backend in FAMILY_BACKENDS if family.startswith(prefix)), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Form:
+    """How the script compiles: torch.compile's mode, the inductor config keys it patches, whether
+    the weights are frozen module parameters, whether inputs hold the fuzzer's seeded values (else
+    plain `torch.randn`), or no compile at all (eager, to probe ATen)."""
+
+    mode: str | None
+    patch: tuple[tuple[str, Any], ...] = ()
+    frozen: bool = False
+    seeded: bool = True
+    eager: bool = False
+
+    @classmethod
+    def make(cls, mode: str | None, patch: Mapping[str, Any], frozen: bool, seeded: bool = True) -> Form:
+        return cls(mode, tuple(sorted(patch.items())), frozen, seeded)
+
+    def replace(self, **changes: Any) -> Form:
+        return dataclasses.replace(self, **changes)
+
+    def without(self, key: str) -> Form:
+        return self.replace(patch=tuple(kv for kv in self.patch if kv[0] != key))
+
+    def with_key(self, key: str, value: Any) -> Form:
+        return self.replace(patch=tuple(sorted({**dict(self.patch), key: value}.items())))
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"patch": dict(self.patch)}
+
+
+# --- rendering --------------------------------------------------------------------------------------
+
+def _draw(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...], seeded: bool) -> str:
+    """A fresh tensor of `size` and the input's dtype on the case's device: the values fuzz.values
+    draws for input `index` (same generator, same order, cast from float64), or plain random ones."""
+    on = ', device="cuda"' if case.device == "cuda" else ""
+    if not seeded:
+        if case.op == "scaled_mm" and index >= 2:
+            return f"torch.ones({size}{on})"
+        if spec.dtype == "int8":
+            return f"torch.randint(-8, 9, {size}, dtype=torch.int8{on})"
+        if spec.dtype.startswith("float8"):
+            return f"torch.randn({size}{on}).to(torch.{spec.dtype})"
+        return f"torch.randn({size}, dtype=torch.{spec.dtype}{on})"
+    gen = f"torch.Generator().manual_seed({storage_seed(case, index)})"
+    cast = f".to(torch.{spec.dtype})" + (".cuda()" if case.device == "cuda" else "")
+    if case.op == "scaled_mm" and index >= 2:
+        return f"(2.0 ** torch.randint(-2, 3, {size}, generator={gen}, dtype=torch.float64)){cast}"
+    if case.value_mode == "exact_int" or spec.dtype == "int8":
+        r = exact_int_range(case) if case.value_mode == "exact_int" else 8
+        return f"torch.randint({-r}, {r + 1}, {size}, generator={gen}, dtype=torch.float64){cast}"
+    normal = f"torch.randn({size}, generator={gen}, dtype=torch.float64)"
+    if case.value_mode == "sparse":
+        normal = normal.replace(f"generator={gen}", f"generator=(g := {gen})")
+        return f"({normal} * (torch.rand({size}, generator=g, dtype=torch.float64) < 0.1)){cast}"
+    return (f"({normal} * {large_scale(case)!r})" if case.value_mode == "large" else normal) + cast
+
+
+def _input(case: Case, spec: TensorSpec, index: int, seeded: bool) -> str:
+    """Input `index` as an expression: a permuted or expanded fresh tensor where that gives the
+    case's layout exactly, else a view `as_strided` of a fresh storage."""
+    shape, stride = tuple(spec.shape), tuple(spec.stride)
+    n = 1
+    for d in shape:
+        n *= d
+    order = sorted(range(len(shape)), key=lambda i: -stride[i])
+    base = tuple(shape[i] for i in order)
+    if spec.offset == 0 and spec.storage_size() == n and \
+            tuple(stride[i] for i in order) == contiguous_strides(base):
+        perm = [order.index(i) for i in range(len(shape))]
+        view = "" if perm == sorted(perm) else ".t()" if len(shape) == 2 else \
+            ".transpose(-1, -2)" if perm == list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2] else \
+            f".permute{tuple(perm)}"
+        return _draw(case, spec, index, base, seeded) + view
+    unexpanded = tuple(1 if s == 0 else d for d, s in zip(shape, stride))
+    if spec.offset == 0 and 0 in stride and all(d > 1 if s == 0 else d for d, s in zip(shape, stride)) and \
+            stride == tuple(0 if s == 0 else c for s, c in zip(stride, contiguous_strides(unexpanded))):
+        return _draw(case, spec, index, unexpanded, seeded) + f".expand{shape}"
+    return _draw(case, spec, index, (spec.storage_size(),), seeded) + f".as_strided({shape}, {stride}, {spec.offset})"
+
+
+def _make_inputs(case: Case, name: str, specs: tuple[TensorSpec, ...], seeded: bool) -> list[str]:
+    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
+    lines = [f"def {name}():"]
+    exprs = [_input(case, spec, i, seeded) for i, spec in enumerate(specs)]
+    if shared:
+        size = max(specs[i].storage_size() for i in shared)
+        lines.append(f"    shared = {_draw(case, specs[shared[0]], shared[0], (size,), seeded)}  "
+                     f"# x{', x'.join(map(str, shared))} alias this storage")
+        for i in shared:
+            exprs[i] = f"shared.as_strided({tuple(specs[i].shape)}, {tuple(specs[i].stride)}, {specs[i].offset})"
+    return lines + ["    return ["] + [f"        {e}," for e in exprs] + ["    ]", ""]
+
+
+_CHECKS = {
+    EXACT: ["def check(got, args):  # exact-integer inputs: every product and partial sum is exact",
+            "    for g, w in zip(got, {ref}(*[x.double() for x in args])):",
+            "        assert torch.equal(g.double(), w), f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
+            "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, exact {{w.flatten()[:4].tolist()}}\""],
+    BOUND: ["def check(got, args):  # against float64, with float32 accumulation's error bound",
+            "    want, size = {ref}(*[x.double() for x in args]), magnitude(*[x.double().abs() for x in args])",
+            "    f = torch.finfo(torch.{dtype})  # the op's dtype: its rounding and underflow",
+            "    for g, w, m in zip(got, want, size):  # K-term sums + output rounding, x4 for the steps after",
+            "        tol = 4 * ((args[0].shape[-1] + 2) * 2.0**-24 + f.eps) * m + f.tiny * f.eps",
+            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  # sums that may overflow: not judged",
+            "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements are off by more than the bound\""],
+    STRIDES: ["def check(got, args):  # against eager: shapes, dtypes and the strides of dims longer than 1",
+              "    for g, e in zip(got, program(*args)):",
+              "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
+              "{{e.dtype}}\"",
+              "        used = [i for i, n in enumerate(e.shape) if n > 1]",
+              "        assert [g.stride(i) for i in used] == [e.stride(i) for i in used], f\"strides {{g.stride()}} vs "
+              "eager's {{e.stride()}}\""],
+    META: ["def check(got, args):  # against eager: shapes and dtypes",
+           "    for g, e in zip(got, program(*args)):",
+           "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
+           "{{e.dtype}}\""],
+}
+REFERENCE_OPS = ("int_mm", "scaled_mm", "mm_out_dtype")
+"""Ops whose program cannot run on float64 inputs: the script gets a separate `reference`."""
+
+
+def _versions_line(case: Case) -> str:
+    if case.device == "cuda":
+        return ('print("torch", torch.__version__, "| CUDA", torch.version.cuda, "| triton", triton.__version__, "|", '
+                'torch.cuda.get_device_name())')
+    return 'print("torch", torch.__version__, "| CPU capability", torch.backends.cpu.get_cpu_capability())'
+
+
+def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "") -> str:
+    """The plain script for `case` in `form`. `status` (e.g. "Fails on torch 2.13.0+cpu") goes
+    into its docstring."""
+    kind = check_kind(violation)
+    ref = "reference" if case.op in REFERENCE_OPS else "program"
+    ending = "raises while the bug is present" if kind == RAISES else "an assertion fails while the bug is present"
+    lines = ['"""' + f"{violation['oracle']} / {violation['signature']} (found by mm-autotune-fuzz)",
+             violation["message"][:300],
+             f"{status or 'Not verified yet'}: {ending}; prints a last line once it is fixed." + '"""',
+             "import torch" + ("._inductor.config" if form.patch or form.frozen else ""),
+             *(["import triton"] if case.device == "cuda" else []), "",
+             _versions_line(case)]
+    if case.tf32:
+        lines.append("torch.backends.cuda.matmul.allow_tf32 = True")
+    lines += ["", "", *programs.source(case).splitlines(), ""]
+    if kind in (EXACT, BOUND) and ref == "reference":
+        lines += ["", *programs.source(case, reference=True).splitlines(), ""]
+    if kind == BOUND:
+        lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
+    if kind != RAISES:
+        lines += ["", *(ln.format(ref=ref, dtype=programs.op_dtype(case)) for ln in _CHECKS[kind]), ""]
+    if form.frozen:
+        n = len(case.inputs)
+        weights = ", ".join(f"x{i}" for i in range(1, n))
+        lines += ["", "class Model(torch.nn.Module):  # the weights are frozen (constant) parameters",
+                  f"    def __init__(self, {weights}):", "        super().__init__()",
+                  *(f"        self.x{i} = torch.nn.Parameter(x{i}, requires_grad=False)" for i in range(1, n)), "",
+                  "    def forward(self, x0):",
+                  f"        return program(x0, {', '.join(f'self.x{i}' for i in range(1, n))})", ""]
+    lines += ["", *_make_inputs(case, "make_inputs", case.inputs, form.seeded)]
+    if case.second_call:
+        lines += ["", *_make_inputs(case, "make_second_inputs", case.second_call, form.seeded)]
+    lines += ["", *_compile_and_call(case, form, kind)]
+    return "\n".join(lines) + "\n"
+
+
+def _compile_and_call(case: Case, form: Form, kind: str) -> list[str]:
+    target = "Model(*weights)" if form.frozen else "program"
+    options = "".join([f', mode="{form.mode}"' if form.mode else "", ", dynamic=True" if case.dynamic else ""])
+    lines = ["weights = make_inputs()[1:]"] if form.frozen else []
+    lines.append(f"compiled = {target}  # eager: no compile" if form.eager else
+                 f"compiled = torch.compile({target}{options})")
+    patch = {**dict(form.patch), **({"freezing": True} if form.frozen else {})}
+    contexts = (["torch.no_grad()"] if form.frozen else []) + \
+        ([f"torch._inductor.config.patch({patch!r})"] if patch else [])
+    body = []
+    for maker, first in (("make_inputs", True), ("make_second_inputs", False))[: 2 if case.second_call else 1]:
+        marks = [(i, d) for i, d in case.mark_dynamic if first and (not form.frozen or i == 0)]
+        args = f"{maker}()[0]" if form.frozen else f"{maker}()"
+        if marks:
+            body += [f"args = {args}", *(f"torch._dynamo.mark_dynamic(args{'' if form.frozen else f'[{i}]'}, {d})"
+                                         for i, d in marks)]
+            args = "args"
+        call = f"compiled({args})" if form.frozen else f"compiled(*{args})"
+        expected = f"[{maker}()[0], *weights]" if form.frozen else f"{maker}()"
+        body.append(call if kind == RAISES else f"check({call}, {expected})")
+    if contexts:
+        lines += [f"with {', '.join(contexts)}:", *(f"    {b}" for b in body)]
+    else:
+        lines += body
+    return lines + ['print("no failure: the bug does not reproduce on this torch")']
+
+
+# --- running ------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How one run of a script ended."""
+
+    status: str  # "passed", "raised", "mismatch" (its own assertion), "killed", "hang"
+    type: str = ""  # exception type or signal name
+    message: str = ""
+    frame: str = ""  # innermost inductor frame, "file:function" (as in crash signatures)
+    location: str = ""  # the same frame as "path:line"
+    output: str = ""  # what it printed, traceback included
+
+    def to_json(self) -> dict[str, str]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "output"}
+
+
+_PROBE = r'''
+import json, runpy, sys, traceback
+from oracles.observe import describe_failure, innermost_frame
+result = {"status": "passed"}
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+except Exception as e:
+    failure, fs = describe_failure(e), innermost_frame(e)
+    mine = isinstance(e, AssertionError) and not failure.frame
+    result = {"status": "mismatch" if mine else "raised", "type": failure.type, "message": failure.message,
+              "frame": failure.frame, "location": f"{fs.filename}:{fs.lineno}" if fs else ""}
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != sys.argv[1]:
+        tb = tb.tb_next  # the traceback `python script.py` prints: from the script's own frame on
+    traceback.print_exception(type(e), e, tb)
+with open(sys.argv[2], "w") as f:
+    json.dump(result, f)
+sys.exit(0 if result["status"] == "passed" else 1)
+'''
+
+
+def run_script(path: Path, timeout_s: float) -> Outcome:
+    """Run a script as `python script.py` would (fresh inductor caches), and say how it ended."""
+    path = Path(path).resolve()
+    with tempfile.TemporaryDirectory(prefix="mm-fuzz-plain-") as tmp:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
+               "TRITON_CACHE_DIR": f"{tmp}/triton"}
+        result = Path(tmp) / "result.json"
+        try:
+            proc = subprocess.run([sys.executable, "-c", _PROBE, str(path), str(result)], cwd=tmp, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            return Outcome("hang", message=f"no result within {timeout_s:g}s", output=out)
+        if proc.returncode < 0:
+            return Outcome("killed", signal.Signals(-proc.returncode).name, output=proc.stdout)
+        data = json.loads(result.read_text()) if result.is_file() else \
+            {"status": "raised", "type": f"exit status {proc.returncode}"}
+        return Outcome(**data, output=proc.stdout)
+
+
+def same_failure(outcome: Outcome, violation: Mapping[str, str]) -> bool:
+    """Whether `outcome` is the violation's failure: the same exception type and innermost inductor
+    frame (crash), exception type (a single choice's crash), signal or hang (process), or a value
+    mismatch (numerics)."""
+    oracle, signature = violation["oracle"], violation["signature"]
+    if oracle == "process":
+        death = signature.split(":")
+        return (outcome.status, outcome.type) == ("killed", death[1]) if death[0] == "killed" else \
+            outcome.status == death[0]
+    if oracle == "crash":
+        return outcome.status == "raised" and \
+            signature == f"crash:{outcome.type}:{outcome.frame or 'outside-inductor'}"
+    if signature.startswith("choice-crash:"):
+        return outcome.status == "raised" and outcome.type == signature.rsplit(":", 1)[1]
+    return outcome.status == "mismatch"
+
+
+# --- searching for the smallest failing form --------------------------------------------------------
+
+TEMPLATE_BACKENDS = {"cpu": "CPP", "cuda": "TRITON"}
+"""The code-generating backend a device autotunes against ATen: a wrong-values bug in one of its
+kernels shows reliably only when it is the only backend (else the winner depends on timing)."""
+
+
+@dataclasses.dataclass
+class Search:
+    """The smallest form found to fail the same way (or the case's own form when none did), what
+    its runs did, and single changes with what each did."""
+
+    form: Form
+    outcome: Outcome | None
+    reproduced: bool  # some run of `form` failed the same way
+    confirmed: bool  # and a second run did too
+    flips: list[tuple[str, Outcome]]
+    runs: int
+    seconds: float
+
+
+def _describe(form: Form, other: Form) -> str:
+    """The change from `form` to `other`, in words (they differ in one respect)."""
+    if other.eager:
+        return "eagerly (no `torch.compile`)"
+    if other.frozen != form.frozen:
+        return "without freezing" if form.frozen else "with freezing"
+    if other.mode != form.mode:
+        return f'`torch.compile` without `mode="{form.mode}"`' if form.mode else f'`mode="{other.mode}"`'
+    mine, theirs = dict(form.patch), dict(other.patch)
+    changed = sorted(set(mine) ^ set(theirs) | {k for k in mine.keys() & theirs.keys() if mine[k] != theirs[k]})
+    return ", ".join(f"without `{k}={mine[k]!r}`" if k not in theirs else f"`{k}={theirs[k]!r}`" for k in changed)
+
+
+def _backends(form: Form) -> list[str]:
+    return str(dict(form.patch).get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
+
+
+def _autotuned(form: Form) -> bool:
+    return form.mode == "max-autotune" or any(dict(form.patch).get(k) for k in MAX_AUTOTUNE_KEYS)
+
+
+def _flip_forms(form: Form, kind: str) -> list[Form]:
+    """One change at a time: each patched key dropped, ATen only, no max-autotune, no freezing, eager."""
+    forms = [form.without(k) for k, _ in form.patch]
+    if _autotuned(form) and _backends(form) != ["ATEN"]:
+        forms.append(form.with_key("max_autotune_gemm_backends", "ATEN"))
+    if form.mode:
+        forms.append(form.replace(mode=None))
+    if form.frozen:
+        forms.append(form.replace(frozen=False))
+    if kind != RAISES:
+        forms.append(form.replace(eager=True))
+    return list(dict.fromkeys(forms))
+
+
+def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outcome],
+           budget_s: float = 600.0) -> Search:
+    """The smallest form of `case` whose run fails as `violation` did, confirmed by a second run.
+    `run` renders and runs a form; no new form is tried once `budget_s` is spent. A crash is tried
+    with plain random inputs first, a wrong value only with the fuzzer's."""
+    began, tried, kind = time.monotonic(), {}, check_kind(violation)
+
+    def outcome(form: Form) -> Outcome:
+        if form not in tried:
+            tried[form] = run(form)
+        return tried[form]
+
+    def fails(form: Form) -> bool:
+        return (form in tried or time.monotonic() - began < budget_s) and same_failure(outcome(form), violation)
+
+    family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]
+    config = {**case.config_dict, **({"max_autotune_gemm_backends": family} if family else {})}
+    mode = "max-autotune" if any(config.get(k) for k in MAX_AUTOTUNE_KEYS) else None
+    backend = family or (template if kind in (EXACT, BOUND) and mode else None)
+    pin = {"max_autotune_gemm_backends": backend} if backend else {}
+    found = None
+    for seeded in (False, True) if kind == RAISES else (True,):
+        plain = [Form.make(mode, {}, case.frozen_weights, seeded)] + \
+            ([Form.make(mode, pin, case.frozen_weights, seeded)] if pin else [])
+        found = next((f for f in plain if fails(f)), None)
+        if found is None and fails(full := Form.make(None, config, case.frozen_weights, seeded)):
+            found = full
+            for key in sorted(config):
+                if fails(found.without(key)):
+                    found = found.without(key)
+        if found is not None:
+            break
+    if found is not None and found.frozen and fails(found.replace(frozen=False)):
+        found = found.replace(frozen=False)
+    if found is not None and found.mode is None and dict(found.patch).get("max_autotune") and \
+            fails(promoted := found.without("max_autotune").replace(mode="max-autotune")):
+        found = promoted  # the spelling users write: torch.compile(..., mode="max-autotune")
+    if found is not None and kind in (EXACT, BOUND) and _autotuned(found) and len(_backends(found)) > 1 \
+            and template in _backends(found) and fails(pinned := found.with_key("max_autotune_gemm_backends", template)):
+        found = pinned
+    confirmed = found is not None and same_failure(run(found), violation)
+    flips = [] if found is None else \
+        [(_describe(found, f), outcome(f)) for f in _flip_forms(found, kind)
+         if f in tried or time.monotonic() - began < budget_s]
+    form = found or Form.make(None, config, case.frozen_weights, seeded=True)
+    return Search(form, tried.get(form), found is not None, confirmed, flips, len(tried) + (found is not None),
+                  time.monotonic() - began)
+
+
+# --- writing --------------------------------------------------------------------------------------------
+
+def plain_path(vendored: str | os.PathLike[str]) -> Path:
+    """Where the plain script of a vendored repro goes: beside it, `<name>_plain.py`."""
+    path = Path(vendored)
+    return path.with_name(path.stem + "_plain.py")
+
+
+def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, verify: bool = True,
+                      timeout_s: float = 600.0, budget_s: float = 600.0) -> dict[str, Any]:
+    """Write the plain script for `case` to `path` and what its run printed to `path`.log; with
+    `verify`, search the smallest failing form first. Returns the record kept in the finding."""
+    import torch
+
+    kind = check_kind(violation)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not verify:
+        form = Form.make(None, case.config_dict, case.frozen_weights)
+        path.write_text(render(case, violation, form), encoding="utf-8")
+        return {"path": str(path), "verified": False, "form": form.to_json(), "check": kind}
+    with tempfile.TemporaryDirectory(prefix="mm-fuzz-forms-") as tmp:
+        def run(form: Form) -> Outcome:
+            candidate = Path(tmp, f"candidate_{len(os.listdir(tmp))}.py").resolve()
+            candidate.write_text(render(case, violation, form), encoding="utf-8")
+            ran = run_script(candidate, timeout_s)
+            return dataclasses.replace(ran, output=ran.output.replace(str(candidate), path.name))
+
+        found = search(case, violation, run, budget_s)
+    versions = f"torch {torch.__version__}"
+    status = (f"Fails on {versions}" if found.confirmed else
+              f"Failed in 1 of 2 runs on {versions} (autotuning picks its winner by timing)" if found.reproduced else
+              f"Did NOT fail in this form on {versions} (the fuzzer's own harness did)")
+    path.write_text(render(case, violation, found.form, status), encoding="utf-8")
+    log = path.with_suffix(".log")
+    log.write_text(found.outcome.output if found.outcome else "", encoding="utf-8")
+    return {"path": str(path), "log": str(log), "verified": True, "reproduced": found.reproduced,
+            "confirmed": found.confirmed, "torch": torch.__version__, "form": found.form.to_json(), "check": kind,
+            "outcome": found.outcome.to_json() if found.outcome else None,
+            "flips": [{"change": change, **o.to_json()} for change, o in found.flips],
+            "runs": found.runs, "seconds": round(found.seconds, 1)}
+
+
+def plain_summary(plain: dict[str, Any]) -> str:
+    """What a plain repro (its export record) does and how reliably, e.g. "raises `IndexError: ...`
+    (every run)", or why there is none."""
+    if plain.get("unsupported"):
+        return f"none: {plain['unsupported']}"
+    outcome = plain.get("outcome") if isinstance(plain.get("outcome"), dict) else {}
+    message = str(outcome.get("message"))[:200]  # a failed C++ compile's is its whole command line
+    what = {"raised": f"raises `{outcome.get('type')}: {message}`", "mismatch": f"returns wrong results (`{message}`)",
+            "killed": f"kills the process with {outcome.get('type')}", "hang": "hangs",
+            "passed": "runs without error"}.get(outcome.get("status", ""), "was not run")
+    how = ("every run" if plain.get("confirmed") else
+           "one of two runs: autotuning picks its winner by timing" if plain.get("reproduced") else
+           "the fuzzer's own harness failed on this case" if plain.get("verified") else "")
+    return what + (f" ({how})" if how else "")
+
+
+def write_environment(repro_dir: Path) -> Path:
+    """`python -m torch.utils.collect_env` (versions, OS, CPU model and flags, GPUs) into
+    `repro_dir`/environment.txt, for the drafts of the repros verified here."""
+    proc = subprocess.run([sys.executable, "-m", "torch.utils.collect_env"], capture_output=True, text=True,
+                          timeout=300, check=False)
+    path = Path(repro_dir) / "environment.txt"
+    path.write_text(proc.stdout if proc.returncode == 0 else f"collect_env failed: {proc.stderr.strip()[-500:]}\n",
+                    encoding="utf-8")
+    return path
+
+
+def export_plain(case_json: Mapping[str, Any], violation: Mapping[str, str], vendored: str, root: Path, *,
+                 verify: bool, timeout_s: float, environment: Path | None) -> dict[str, Any]:
+    """The plain repro of an exported finding, written beside its vendored one; returns the record
+    kept in the finding (paths relative to `root`, the campaign directory), or why there is none."""
+    try:
+        record = write_plain_repro(Case.from_json(case_json), violation, plain_path(vendored), verify=verify,
+                                   timeout_s=timeout_s, budget_s=timeout_s)
+    except PlainReproError as e:
+        return {"unsupported": str(e)}
+    if environment is not None:
+        record["environment"] = str(environment)
+    return {k: os.path.relpath(v, root) if k in ("path", "log", "environment") else v for k, v in record.items()}

@@ -1,0 +1,247 @@
+"""Plain-torch repros: the rendered inputs are the fuzzer's (bit for bit, layouts and aliasing
+included), the script needs only torch and stays short, the search keeps the smallest form that
+fails the same way and records the single changes that flip it, and a real inductor bug's repro
+fails standalone with its own traceback."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+
+from fuzz.findings import FindingsStore, record_from_violation
+from fuzz.known_bugs import KNOWN_BUGS
+from fuzz.plain_repro import (Form, Outcome, PlainReproError, check_kind, export_plain, render, same_failure,
+                              search, write_plain_repro)
+from fuzz.values import materialize
+from strategies.case import Case, TensorSpec
+from strategies.cases import cases
+
+CRASH = {"oracle": "crash", "severity": "crash", "signature": "crash:IndexError:kernel/mm.py:tuned_addmm",
+         "message": "addmm: eager ran, compiled raised IndexError: list index out of range"}
+EXACT = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
+         "message": "mm call0/out0 float32: 3 element(s) differ"}
+SCALAR_BIAS = next(b for b in KNOWN_BUGS if b.name == "addmm-scalar-bias-indexerror")
+
+
+def scalar_bias_case(frozen: bool = False) -> Case:
+    return Case.make(op="addmm", device="cpu", frozen_weights=frozen,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP", "epilogue_fusion": False},
+                     inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"), TensorSpec((8, 17), (17, 1), 0, "float32"),
+                             TensorSpec((), (), 0, "float32")))
+
+
+def _run_make_inputs(case: Case, seeded: bool, second: bool = False) -> list[torch.Tensor]:
+    script = render(case, EXACT if seeded else CRASH, Form.make(None, {}, False, seeded))
+    namespace: dict[str, Any] = {}
+    exec(compile(script.split("\ncompiled = ")[0], "<plain>", "exec"), namespace)  # everything but the compile
+    return namespace["make_second_inputs" if second else "make_inputs"]()
+
+
+def _aliasing(ts: list[torch.Tensor]) -> list[list[bool]]:
+    return [[a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() for b in ts] for a in ts]
+
+
+@settings(max_examples=150, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cases(device="cpu"))
+def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
+    """Seeded inputs equal fuzz.values' bit for bit; plain random ones keep every layout and alias."""
+    for second in (False, True) if case.second_call else (False,):
+        want = materialize(case, case.second_call if second else None)
+        for seeded in (True, False):
+            got = _run_make_inputs(case, seeded, second)
+            assert [(t.shape, t.stride(), t.storage_offset(), t.dtype) for t in got] == \
+                [(t.shape, t.stride(), t.storage_offset(), t.dtype) for t in want]
+            assert _aliasing(got) == _aliasing(want)
+            if seeded:
+                assert all(torch.equal(g, w) for g, w in zip(got, want))
+
+
+BOUND = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
+
+
+@settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cases(device="cpu"))
+def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) -> None:
+    """A check that failed eager too would call any compiled result wrong (negative alpha once did)."""
+    for violation in (BOUND, EXACT, CRASH):
+        script = render(case, violation, Form.make("max-autotune", case.config_dict, case.frozen_weights))
+        assert len(script.splitlines()) <= 60, script
+    if case.inputs[0].dtype.startswith(("float", "bfloat")) and case.op not in ("int_mm", "scaled_mm"):
+        namespace: dict[str, Any] = {}
+        exec(compile(render(case, BOUND, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>", "exec"),
+             namespace)
+        with torch.no_grad():
+            try:
+                eager = namespace["program"](*namespace["make_inputs"]())
+            except (RuntimeError, IndexError):
+                return  # eager rejects the case (e.g. a transpose after a reduction): the suite skips it too
+            namespace["check"](eager, namespace["make_inputs"]())
+
+
+def test_script_needs_only_torch_and_fits_a_page() -> None:
+    case = Case.make(op="baddbmm", device="cpu", value_mode="exact_int", frozen_weights=True, dynamic=True,
+                     consumers=("relu", "mutate_input"), mark_dynamic=((0, 1),), params={"alpha": 2.0, "beta": 0.5},
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "CPP"},
+                     inputs=(TensorSpec((2, 4, 8), (32, 1, 4), 0, "float32"),
+                             TensorSpec((2, 8, 5), (0, 5, 1), 0, "float32"), TensorSpec((5,), (1,), 3, "float32")),
+                     second_call=(TensorSpec((2, 6, 8), (48, 8, 1), 0, "float32"),
+                                  TensorSpec((2, 8, 5), (40, 5, 1), 0, "float32"), TensorSpec((5,), (1,), 0, "float32")))
+    script = render(case, EXACT, Form.make("max-autotune", {"max_autotune_gemm_backends": "CPP"}, True))
+    tree = ast.parse(script)
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert imported == {"torch"} and not any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))
+    assert len(script.splitlines()) <= 60, script
+    assert 'torch.compile(Model(*weights), mode="max-autotune", dynamic=True)' in script
+    assert "torch._dynamo.mark_dynamic(args, 1)" in script and "make_second_inputs" in script
+    assert "'max_autotune_gemm_backends': 'CPP', 'freezing': True" in script
+
+
+def test_only_violations_a_program_can_show_get_a_plain_repro() -> None:
+    assert check_kind(CRASH) == "raises" and check_kind(EXACT) == "exact"
+    assert check_kind({"oracle": "numerics", "signature": "choice-crash:mm@CppTemplateCaller:CppCompileError"}) == \
+        "raises"
+    with pytest.raises(PlainReproError):
+        check_kind({"oracle": "layout_spec", "signature": "fixed-when-allowed:bmm"})
+
+
+@pytest.mark.parametrize(("outcome", "violation", "same"), [
+    (Outcome("raised", "IndexError", frame="kernel/mm.py:tuned_addmm"), CRASH, True),
+    (Outcome("raised", "IndexError", frame="kernel/bmm.py:tuned_bmm"), CRASH, False),
+    (Outcome("raised", "TypeError", frame="kernel/mm.py:tuned_addmm"), CRASH, False),
+    (Outcome("mismatch", "AssertionError"), EXACT, True),
+    (Outcome("raised", "AssertionError", frame="ir.py:f"), EXACT, False),
+    (Outcome("killed", "SIGFPE"), {"oracle": "process", "signature": "killed:SIGFPE:mm"}, True),
+    (Outcome("killed", "SIGSEGV"), {"oracle": "process", "signature": "killed:SIGFPE:mm"}, False),
+    (Outcome("hang"), {"oracle": "process", "signature": "hang:mm"}, True),
+    (Outcome("raised", "CppCompileError", frame="x"),
+     {"oracle": "numerics", "signature": "choice-crash:mm@CppTemplateCaller:CppCompileError"}, True),
+])
+def test_same_failure(outcome: Outcome, violation: dict[str, str], same: bool) -> None:
+    assert same_failure(outcome, violation) is same
+
+
+def _fake_run(fails_when: Any, runs: list[Form]) -> Any:
+    def run(form: Form) -> Outcome:
+        runs.append(form)
+        return Outcome("mismatch", "AssertionError") if fails_when(form) else Outcome("passed")
+    return run
+
+
+def test_search_prefers_the_plain_form_and_confirms_it() -> None:
+    runs: list[Form] = []
+    case = Case.make(op="mm", device="cpu", config={"max_autotune": True, "epilogue_fusion": False},
+                     inputs=(TensorSpec((2, 3), (3, 1), 0, "float32"), TensorSpec((3, 2), (2, 1), 0, "float32")))
+    found = search(case, EXACT, _fake_run(lambda f: not f.eager and f.mode == "max-autotune", runs))
+    # wrong values: pinned to the template backend, so that autotuning cannot pick ATen by timing
+    assert found.form == Form.make("max-autotune", {"max_autotune_gemm_backends": "CPP"}, False)
+    assert found.confirmed and found.reproduced
+    assert runs[0] == Form.make("max-autotune", {}, False) and runs.count(found.form) == 2  # found, then confirmed
+    assert dict(found.flips)['`torch.compile` without `mode="max-autotune"`'].status == "passed"
+    assert dict(found.flips)["eagerly (no `torch.compile`)"].status == "passed"
+
+
+def test_search_drops_config_keys_and_freezing_that_do_not_matter() -> None:
+    runs: list[Form] = []
+    case = Case.make(op="mm", device="cpu", frozen_weights=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP", "epilogue_fusion": False},
+                     inputs=(TensorSpec((2, 3), (3, 1), 0, "float32"), TensorSpec((3, 2), (2, 1), 0, "float32")))
+
+    def cpp_chosen(form: Form) -> bool:  # the bug: the CPP kernel, once it wins autotuning (not in the first 2 runs)
+        patch = dict(form.patch)
+        return len(runs) > 2 and (form.mode == "max-autotune" or patch.get("max_autotune") is True) and \
+            not form.eager and "CPP" in patch.get("max_autotune_gemm_backends", "ATEN,TRITON,CPP")
+
+    found = search(case, EXACT, _fake_run(cpp_chosen, runs))
+    assert runs[2] == Form.make(None, case.config_dict, True)  # the plain forms passed: the case's own form next
+    # keys and freezing dropped, max_autotune=True spelt as the mode, pinned to CPP, confirmed
+    assert found.form == Form.make("max-autotune", {"max_autotune_gemm_backends": "CPP"}, False) and found.confirmed
+    flips = {change: o.status for change, o in found.flips}
+    assert flips['`torch.compile` without `mode="max-autotune"`'] == "passed"
+    assert flips["`max_autotune_gemm_backends='ATEN'`"] == "passed"
+
+
+def test_search_without_a_failing_form_keeps_the_case_and_says_so() -> None:
+    found = search(scalar_bias_case(), CRASH, lambda form: Outcome("passed"))
+    assert not found.reproduced and not found.confirmed and found.flips == []
+    assert found.form == Form.make(None, scalar_bias_case().config_dict, False)
+
+
+def test_search_tries_nothing_new_once_its_budget_is_spent() -> None:
+    runs: list[Form] = []
+    found = search(scalar_bias_case(), CRASH, _fake_run(lambda f: True, runs), budget_s=0.0)
+    assert runs == [] and not found.reproduced
+
+
+def test_export_writes_the_plain_repro_beside_the_vendored_one(tmp_path: Path) -> None:
+    store = FindingsStore(tmp_path)
+    layout = {"oracle": "layout_spec", "severity": "missed optimization", "signature": "fixed-when-allowed:mm",
+              "message": "m"}
+    for violation in (CRASH, layout):
+        store.add(record_from_violation(violation, scalar_bias_case().to_json(), known_bug=None, violations=[violation],
+                                        versions={"torch": torch.__version__}, origin={}))
+    from fuzz.repro import export_findings
+
+    export_findings(store, tmp_path / "repros", emit=lambda _: None, verify=False)
+    by_oracle = {f.oracle: f.repro["plain"] for f in FindingsStore(tmp_path)}
+    assert "inductor internals" in by_oracle["layout_spec"]["unsupported"]
+    plain = by_oracle["crash"]
+    assert plain["path"].startswith("repros/") and plain["path"].endswith("_plain.py") and not plain["verified"]
+    assert "torch.addmm(x2, x0, x1" in (tmp_path / plain["path"]).read_text()
+
+
+@pytest.mark.skipif(not any(torch.__version__.startswith(v) for v in SCALAR_BIAS.torch_versions),
+                    reason="the registry says this torch is not affected")
+def test_a_real_bug_gets_a_plain_repro_that_fails_with_its_traceback(tmp_path: Path) -> None:
+    """The scalar-bias IndexError: plain mode="max-autotune" already fails, freezing is dropped."""
+    record = write_plain_repro(scalar_bias_case(frozen=True), CRASH, tmp_path / "bug_plain.py", timeout_s=300)
+    assert record["confirmed"] and record["form"] == {"mode": "max-autotune", "patch": {}, "frozen": False,
+                                                      "seeded": False, "eager": False}
+    assert "torch/_inductor/kernel/mm.py:" in record["outcome"]["location"]
+    log = (tmp_path / "bug_plain.log").read_text()
+    assert log.startswith("torch ") and 'File "bug_plain.py"' in log and "IndexError" in log
+    assert "Fails on torch" in (tmp_path / "bug_plain.py").read_text()
+    flips = {f["change"]: f["status"] for f in record["flips"]}
+    assert flips['`torch.compile` without `mode="max-autotune"`'] == "passed"
+    assert flips["`max_autotune_gemm_backends='ATEN'`"] == "raised"  # the bug is not in a template
+
+
+def test_export_plain_paths_are_relative_to_the_campaign(tmp_path: Path) -> None:
+    record = export_plain(scalar_bias_case().to_json(), CRASH, str(tmp_path / "repros" / "x.py"), tmp_path,
+                          verify=False, timeout_s=10, environment=None)
+    assert record["path"] == "repros/x_plain.py"
+
+
+@pytest.mark.parametrize(("record", "summary"), [
+    ({"verified": True, "reproduced": True, "confirmed": True,
+      "outcome": {"status": "raised", "type": "IndexError", "message": "list index out of range"}},
+     "raises `IndexError: list index out of range` (every run)"),
+    ({"verified": True, "reproduced": True, "confirmed": False, "outcome": {"status": "mismatch", "message": "3 of 8"}},
+     "returns wrong results (`3 of 8`) (one of two runs: autotuning picks its winner by timing)"),
+    ({"verified": False}, "was not run"),
+    ({"unsupported": "layout_spec is about inductor internals"}, "none: layout_spec is about inductor internals"),
+])
+def test_plain_summary_says_what_the_repro_does_and_how_reliably(record: dict[str, Any], summary: str) -> None:
+    from fuzz.plain_repro import plain_summary
+
+    assert plain_summary(record) == summary
+
+
+REPROS = Path(__file__).resolve().parent.parent / "repros"
+NOTHING_USER_VISIBLE = {"layout_gate_counts_failed_templates"}  # README: an observation no program can show
+
+
+def test_every_curated_repro_has_a_short_plain_torch_version() -> None:
+    verdicts = {p.stem for p in REPROS.glob("*.py") if not p.stem.endswith(("_plain", "_host", "_kernel"))}
+    plains = {p.stem.removesuffix("_plain") for p in REPROS.glob("*_plain.py")}
+    assert plains == verdicts - NOTHING_USER_VISIBLE
+    for path in REPROS.glob("*_plain.py"):
+        text = path.read_text()
+        tree = ast.parse(text)
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert imported <= {"torch", "triton", "sys"} and not any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))
+        assert len(text.splitlines()) <= 60 and 'print("torch", torch.__version__' in text, path.name
