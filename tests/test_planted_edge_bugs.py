@@ -222,11 +222,13 @@ def test_a_kernel_that_ignores_its_slice_of_a_cat_buffer_is_caught(monkeypatch: 
 
 @cuda
 def test_padded_output_strides_on_the_gpu_are_seen() -> None:
-    """pad_outputs makes inductor pad a user-visible output's rows: copied to the CPU the tensor
-    is dense again, so only strides read on the device show it."""
-    case = Case.make(op="mm", inputs=(spec((32, 64), "float16"), spec((64, 100), "float16")), device="cuda",
-                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN", "pad_outputs": True,
-                             "comprehensive_padding": True})
+    """Shape padding pads a bmm's rows (N = 35 -> 36) and returns a view of the padded product: a
+    registered bug (pad-mm-output-padded-strides) that only strides read on the device show, since a
+    copy to the CPU is dense again. force_shape_pad makes the padding decision deterministic."""
+    case = Case.make(op="bmm", inputs=(spec((2, 16, 8399)), spec((2, 8399, 35))), device="cuda", seed=1,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN", "force_shape_pad": True})
     obs = observe(case)
-    assert obs.results[0].compiled_meta is not None and obs.results[0].compiled_meta.stride != (100, 1)
-    assert "output-strides:mm" in signatures(obs)
+    result = obs.results[0]
+    assert result.compiled_meta is not None and result.compiled_meta.stride == (576, 36, 1)
+    assert result.compiled.stride() == (560, 35, 1)  # what reading strides after .cpu() saw
+    assert "output-strides:bmm" in signatures(obs)
