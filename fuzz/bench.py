@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.timing import INDUCTOR_PHASES
-from fuzz.workers import REPO_ROOT, Executor, visible_gpu_ids
+from fuzz.workers import REPO_ROOT, Executor, usable_cpus, visible_gpu_ids
 
 WORKLOAD = 1500
 """Cases drawn for a benchmark: more than any side finishes in a few minutes."""
@@ -119,7 +119,7 @@ def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device
     """The campaign engine's workers, `workers` of them per GPU (or on the CPU), fed the list in order."""
     gpus = visible_gpu_ids() if device == "cuda" else []
     plan = [gpus[i % len(gpus)] for i in range(workers * len(gpus))] if gpus else [""] * workers
-    threads = max(1, (os.cpu_count() or 2) // len(plan))
+    threads = max(1, usable_cpus() // len(plan))
     side, todo, lock = Side(f"suite x{workers}", seconds=budget_s), queue.Queue[dict[str, Any]](), threading.Lock()
     for case in cases:
         todo.put(case)

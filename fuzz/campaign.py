@@ -22,7 +22,7 @@ from typing import Any
 from fuzz.coordinator import Coordinator
 from fuzz.findings import CAMPAIGN_FILE, FindingsStore, load_campaign, now, write_json_atomic
 from fuzz.shared_store import SAMPLES_FILE, StoreError, StoreSync, is_url, open_store, read_samples
-from fuzz.workers import visible_gpu_ids
+from fuzz.workers import usable_cpus, visible_gpu_ids
 
 
 class CampaignError(Exception):
@@ -57,7 +57,7 @@ sees the same choices however many workers share the GPU."""
 
 def default_workers(device: str) -> int:
     """Workers per GPU on CUDA; on the CPU half the cores, at most 8 (each compiles with threads)."""
-    return WORKERS_PER_GPU if device == "cuda" else max(1, min(8, (os.cpu_count() or 2) // 2))
+    return WORKERS_PER_GPU if device == "cuda" else max(1, min(8, usable_cpus() // 2))
 
 
 def plan_workers(opts: CampaignOptions) -> list[str | None]:

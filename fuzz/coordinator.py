@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from fuzz.findings import CAMPAIGN_FILE, Finding, FindingsStore, now, write_json
 from fuzz.progress import Progress
 from fuzz.rounds import LOG_DIR
 from fuzz.shared_store import SAMPLES_FILE, StoreSync
-from fuzz.workers import Child, spawn_python
+from fuzz.workers import Child, spawn_python, usable_cpus
 
 SAMPLE_S = 30.0
 
@@ -128,7 +127,7 @@ class Coordinator:
                 "backends": list(self.opts.backends), "dtypes": list(self.opts.dtypes),
                 "profile": self.opts.profile, "db": db, "out": str(self.opts.out), "claimed": claimed,
                 "coverage": self.opts.coverage, "host_id": self.record.get("host_id", ""),
-                "compile_threads": max(1, (os.cpu_count() or 2) // len(gpus))}))
+                "compile_threads": max(1, usable_cpus() // len(gpus))}))
             self.drivers.append(_DriverHandle(i, child))
         self.save_record()
 

@@ -43,6 +43,11 @@ def visible_gpu_ids() -> list[str]:
     return [str(i) for i, line in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask, e.g. under taskset), not the machine's."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def cache_root() -> Path:
     """Per-user scratch for inductor / Triton caches (not the findings dir: CI uploads that)."""
     return Path(tempfile.gettempdir()) / f"mm-fuzz-{os.getuid()}" / "campaign"
