@@ -49,10 +49,10 @@ class CampaignOptions:
     progress: str = "auto"  # auto | tty | plain | none
 
 
-WORKERS_PER_GPU = 4
-"""Workers sharing one GPU by default: the best of `python -m fuzz bench --workers 1,2,4,8` on an H200
-(16 cores; see README "Performance"). Benchmarking only picks autotuning's winner: every oracle
-sees the same choices however many workers share the GPU."""
+WORKERS_PER_GPU = 8
+"""Workers sharing one GPU by default: the best of `python -m fuzz bench --workers 2,4,8` on an H200
+with 16 cores (74, 112 and 145 cases/min; see README "Performance"). Benchmarking only picks
+autotuning's winner: every oracle sees the same choices however many workers share the GPU."""
 
 
 def default_workers(device: str) -> int:

@@ -82,7 +82,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     run = sub.add_parser("run", help="run (or resume) a campaign", description=(
-        "Generate cases with Hypothesis and run each in an isolated worker process (one per GPU, or N on a CPU "
+        "Generate cases with Hypothesis and run each in an isolated worker process (8 per GPU, or N on a CPU "
         "machine) until the time budget is spent. Findings are written to OUT/findings the moment they are found "
         "(deduplicated by violation signature, with counts), shrunk, exported as standalone repros to OUT/repros "
         "and summarized in OUT/report.{json,xml,md,html}. Running again with the same OUT resumes the campaign. "
@@ -110,7 +110,7 @@ def build_parser() -> Parser:
                      help=f"Hypothesis profile ({', '.join(PROFILES)}): examples per round (default: ci when CI "
                           "is set, gpu on a GPU machine, else dev)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="worker processes in all (default: 4 per visible GPU; on a CPU machine half the cores, max 8)")
+                     help="worker processes in all (default: 8 per visible GPU; on a CPU machine half the cores, max 8)")
     run.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
                      help="a case running longer is a hang: its worker is killed and restarted (default 5m)")
     run.add_argument("--shrink-time", type=duration, default=None, metavar="DURATION",

@@ -1,5 +1,7 @@
 """The strategies reach every region they claim to: each op, dtype, value mode, consumer step,
-stride kind, dynamic mode (per size family), aliasing and config knob shows up in a few hundred draws (no compiling)."""
+stride kind, dynamic mode (per size family), aliasing and config knob shows up in a few hundred
+draws (no compiling); and so does each known bug's trigger region, which the bug's own trigger
+removal leaves (the re-run that confirms a known bug then tests that bug, not a neighbour)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from fuzz.known_bugs import KNOWN_BUGS
 from strategies.case import CONSUMERS, Case
 from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
 from strategies.configs import BACKENDS, CUDA_KNOBS, OPTIONAL_KNOBS
@@ -20,6 +23,12 @@ def drawn(device: str, n: int) -> set[str]:
     @given(case=cases(device=device))
     def collect(case: Case) -> None:
         seen.update(case_features(case))
+        for bug in KNOWN_BUGS:
+            if bug.applies(case):
+                seen.add(f"known-region:{bug.name}")
+                variant = bug.untrigger(case)
+                assert Case.loads(variant.dumps()) == variant
+                assert not bug.applies(variant), (bug.name, case.dumps())
 
     collect()
     return seen
@@ -29,7 +38,10 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
     "cpu": lambda: ({f"op:{op}" for op in DEVICE_OPS["cpu"]} | {f"consumer:{c}" for c in CONSUMERS}
                     | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
-                       "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}),
+                       "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
+                    | {f"known-region:{name}" for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
+                                                           "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
+                                                           "cpp-gemm-dynamic-recompile-crash")}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }
