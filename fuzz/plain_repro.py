@@ -1,8 +1,9 @@
 """Plain-torch repro scripts: the program a PyTorch developer would write for a finding.
 
 The vendored verdict script (fuzz/repro.py) runs the suite's own code and prints one line. This
-one is what an upstream issue needs: the inputs built with plain torch calls (the very values the
-fuzzer drew), the case's program, `torch.compile(..., mode="max-autotune")` or the smallest
+one is what an upstream issue needs: the inputs built with plain torch calls (the very storages the
+fuzzer built: its seeded values, NaN wherever no view reads, and the `nonfinite` mode's NaN/inf at
+literal positions), the case's program, `torch.compile(..., mode="max-autotune")` or the smallest
 `torch._inductor.config.patch` that still fails, and then either the exception propagating with
 its full traceback or an assertion on the values. It prints the versions first.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -29,9 +31,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from fuzz import programs
 from fuzz.known_bugs import DEFAULT_BACKENDS
-from fuzz.values import exact_int_range, large_scale, storage_seed
+from fuzz.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
 from fuzz.workers import REPO_ROOT
 from strategies.case import Case, TensorSpec, contiguous_strides
 
@@ -95,9 +99,30 @@ class Form:
 
 # --- rendering --------------------------------------------------------------------------------------
 
+def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
+    """The float64 values fuzz.values draws for the storage of input `index` (the first of its
+    group): the same generator, the same calls in the same order."""
+    gen = f"torch.Generator().manual_seed({storage_seed(case, index)})"
+
+    def masked(call: str, density: float) -> str:  # `call`'s values, each kept with probability `density`
+        named = call.replace(f"generator={gen}", f"generator=(g := {gen})")  # the mask draws from it next
+        return f"({named} * (torch.rand({size}, generator=g, dtype=torch.float64) < {density!r}))"
+
+    if case.op == "scaled_mm" and index >= 2:
+        return f"(2.0 ** torch.randint(-2, 3, {size}, generator={gen}, dtype=torch.float64))"
+    if case.value_mode == "exact_int" or spec.dtype == "int8":
+        r, density = exact_int_range(case) if case.value_mode == "exact_int" else (8, 1.0)
+        ints = f"torch.randint({-r}, {r + 1}, {size}, generator={gen}, dtype=torch.float64)"
+        return ints if density >= 1.0 else masked(ints, density)  # rand < 1 holds always: no mask needed
+    normal = f"torch.randn({size}, generator={gen}, dtype=torch.float64)"
+    if case.value_mode == "sparse":
+        return masked(normal, 0.1)
+    return f"({normal} * {large_scale(case)!r})" if case.value_mode == "large" else normal
+
+
 def _draw(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...], seeded: bool) -> str:
     """A fresh tensor of `size` and the input's dtype on the case's device: the values fuzz.values
-    draws for input `index` (same generator, same order, cast from float64), or plain random ones."""
+    draws for input `index` (cast from float64), or plain random ones."""
     on = ', device="cuda"' if case.device == "cuda" else ""
     if not seeded:
         if case.op == "scaled_mm" and index >= 2:
@@ -107,18 +132,7 @@ def _draw(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...], seede
         if spec.dtype.startswith("float8"):
             return f"torch.randn({size}{on}).to(torch.{spec.dtype})"
         return f"torch.randn({size}, dtype=torch.{spec.dtype}{on})"
-    gen = f"torch.Generator().manual_seed({storage_seed(case, index)})"
-    cast = f".to(torch.{spec.dtype})" + (".cuda()" if case.device == "cuda" else "")
-    if case.op == "scaled_mm" and index >= 2:
-        return f"(2.0 ** torch.randint(-2, 3, {size}, generator={gen}, dtype=torch.float64)){cast}"
-    if case.value_mode == "exact_int" or spec.dtype == "int8":
-        r = exact_int_range(case) if case.value_mode == "exact_int" else 8
-        return f"torch.randint({-r}, {r + 1}, {size}, generator={gen}, dtype=torch.float64){cast}"
-    normal = f"torch.randn({size}, generator={gen}, dtype=torch.float64)"
-    if case.value_mode == "sparse":
-        normal = normal.replace(f"generator={gen}", f"generator=(g := {gen})")
-        return f"({normal} * (torch.rand({size}, generator=g, dtype=torch.float64) < 0.1)){cast}"
-    return (f"({normal} * {large_scale(case)!r})" if case.value_mode == "large" else normal) + cast
+    return _values(case, spec, index, size) + f".to(torch.{spec.dtype})" + (".cuda()" if case.device == "cuda" else "")
 
 
 def _input(case: Case, spec: TensorSpec, index: int, seeded: bool) -> str:
@@ -144,17 +158,75 @@ def _input(case: Case, spec: TensorSpec, index: int, seeded: bool) -> str:
     return _draw(case, spec, index, (spec.storage_size(),), seeded) + f".as_strided({shape}, {stride}, {spec.offset})"
 
 
-def _make_inputs(case: Case, name: str, specs: tuple[TensorSpec, ...], seeded: bool) -> list[str]:
-    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
-    lines = [f"def {name}():"]
-    exprs = [_input(case, spec, i, seeded) for i, spec in enumerate(specs)]
-    if shared:
-        size = max(specs[i].storage_size() for i in shared)
-        lines.append(f"    shared = {_draw(case, specs[shared[0]], shared[0], (size,), seeded)}  "
-                     f"# x{', x'.join(map(str, shared))} alias this storage")
-        for i in shared:
-            exprs[i] = f"shared.as_strided({tuple(specs[i].shape)}, {tuple(specs[i].stride)}, {specs[i].offset})"
-    return lines + ["    return ["] + [f"        {e}," for e in exprs] + ["    ]", ""]
+@dataclasses.dataclass(frozen=True)
+class _Storage:
+    """One storage of a call's inputs: the inputs that view it (one, or the shared ones), its size,
+    and what fuzz.values puts into it besides the drawn values: NaN in the elements no view reads
+    (floating dtypes), and in the `nonfinite` value mode NaN/inf at a few positions the views read."""
+
+    group: list[int]
+    size: int
+    nan_outside: bool
+    nonfinite: dict[int, float]
+
+
+def _storages(case: Case, specs: tuple[TensorSpec, ...], seeded: bool) -> list[_Storage]:
+    out = []
+    for group in storage_groups(case, len(specs)):
+        size = max(specs[i].storage_size() for i in group)
+        if not seeded:  # plain random values: the layouts and aliasing alone
+            out.append(_Storage(group, size, False, {}))
+            continue
+        values = storage_values(case, specs, group)
+        read = torch.zeros(size, dtype=torch.bool)
+        for i in group:
+            read.as_strided(specs[i].shape, specs[i].stride, specs[i].offset).fill_(True)
+        inside = (read & ~values.isfinite()).nonzero().flatten().tolist()  # drawn values are finite
+        out.append(_Storage(group, size, bool(values[~read].isnan().any()), {i: float(values[i]) for i in inside}))
+    return out
+
+
+def _strided_helper(case: Case, nonfinite: bool) -> list[str]:
+    """`strided(values, dtype, *views)`: the views of one storage holding the float64 `values`
+    where a view reads, NaN elsewhere, cast to `dtype` (`nonfinite`: NaN/inf put in first)."""
+    cuda = ".cuda()" if case.device == "cuda" else ""
+    return [f"def strided(values, dtype, *views{', nonfinite={}' if nonfinite else ''}):  "
+            "# views (shape, stride, offset) of one storage",
+            *(["    values[list(nonfinite)] = torch.tensor(list(nonfinite.values()), dtype=torch.float64)  "
+               "# NaN/inf at these positions"] if nonfinite else []),
+            "    read = torch.cat([torch.arange(len(values)).as_strided(*view).flatten() for view in views])",
+            f"    storage = torch.full_like(values, torch.nan).index_put((read,), values[read]).to(dtype){cuda}  "
+            "# NaN where no view reads",
+            "    return [storage.as_strided(*view) for view in views]"]
+
+
+def _nonfinite_literal(value: float) -> str:
+    return "torch.nan" if math.isnan(value) else "torch.inf" if value > 0 else "-torch.inf"
+
+
+def _build(case: Case, specs: tuple[TensorSpec, ...], storages: list[_Storage], seeded: bool) -> list[str]:
+    """Statements binding x0, x1, .. (the inputs of `storages`), one per storage: a fresh tensor
+    where that gives the layout, else views of one storage."""
+    lines = []
+    for s in storages:
+        first, dtype, names = s.group[0], specs[s.group[0]].dtype, ", ".join(f"x{i}" for i in s.group)
+        if s.nan_outside or s.nonfinite:
+            views = ", ".join(repr((tuple(specs[i].shape), tuple(specs[i].stride), specs[i].offset)) for i in s.group)
+            nonfinite = ", ".join(f"{i}: {_nonfinite_literal(v)}" for i, v in s.nonfinite.items())
+            lines.append(f"[{names}] = strided({_values(case, specs[first], first, (s.size,))}, torch.{dtype}, {views}"
+                         + (f", nonfinite={{{nonfinite}}})" if nonfinite else ")"))
+        elif len(s.group) == 1:
+            lines.append(f"x{first} = {_input(case, specs[first], first, seeded)}")
+        else:
+            lines.append(f"shared = {_draw(case, specs[first], first, (s.size,), seeded)}  # {names} alias it")
+            lines += [f"x{i} = shared.as_strided({tuple(specs[i].shape)}, {tuple(specs[i].stride)}, {specs[i].offset})"
+                      for i in s.group]
+    return lines
+
+
+def _make_inputs(name: str, statements: list[str], n: int) -> list[str]:
+    return [f"def {name}():", *(f"    {st}" for st in statements),
+            f"    return [{', '.join(f'x{i}' for i in range(n))}]", ""]
 
 
 _CHECKS = {
@@ -162,12 +234,12 @@ _CHECKS = {
             "    for g, w in zip(got, {ref}(*[x.double() for x in args])):",
             "        assert torch.equal(g.double(), w), f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
             "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, exact {{w.flatten()[:4].tolist()}}\""],
-    BOUND: ["def check(got, args):  # against float64, with float32 accumulation's error bound",
-            "    want, size = {ref}(*[x.double() for x in args]), magnitude(*[x.double().abs() for x in args])",
-            "    f = torch.finfo(torch.{dtype})  # the op's dtype: its rounding and underflow",
-            "    for g, w, m in zip(got, want, size):  # K-term sums + output rounding, x4 for the steps after",
-            "        tol = 4 * ((args[0].shape[-1] + 2) * 2.0**-24 + f.eps) * m + f.tiny * f.eps",
-            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  # sums that may overflow: not judged",
+    BOUND: ["def check(got, args, f=torch.finfo(torch.{dtype})):  # against float64 (f: the op's dtype), within the "
+            "worst case of float32 accumulation",
+            "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), {mag}(*[x.double().abs() for x in args])):",
+            "        tol = 4 * ((args[0].shape[-1] + 2) * 2.0**-24 + f.eps) * m + f.tiny * f.eps  # float32 sums of K "
+            "terms + rounding to f, x4 for the steps after",
+            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  # may overflow, NaN/inf: not judged",
             "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements are off by more than the bound\""],
     STRIDES: ["def check(got, args):  # against eager: shapes, dtypes and the strides of dims longer than 1",
               "    for g, e in zip(got, program(*args)):",
@@ -181,6 +253,12 @@ _CHECKS = {
            "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
            "{{e.dtype}}\""],
 }
+"""The scripts' own checks. BOUND is simpler and looser than the suite's per-kernel bound
+(oracles/error_model.py): the deterministic worst case of summing K products in float32, (K + 2) *
+2^-24 per unit of magnitude, plus twice the rounding to the op's dtype and its underflow, x4 for the
+steps after; no TF32 or fp8-accumulator terms. A finding just past the suite's bound may pass it
+(the search then says the plain form did not fail). Elements whose magnitude is NaN/inf (nonfinite
+inputs) or may overflow are not judged."""
 REFERENCE_OPS = ("int_mm", "scaled_mm", "mm_out_dtype")
 """Ops whose program cannot run on float64 inputs: the script gets a separate `reference`."""
 
@@ -209,26 +287,47 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     lines += ["", "", *programs.source(case).splitlines(), ""]
     if kind in (EXACT, BOUND) and ref == "reference":
         lines += ["", *programs.source(case, reference=True).splitlines(), ""]
-    if kind == BOUND:
+    signed = any(v < 0 for v in case.params_dict.values())  # else the reference on |inputs| is the magnitude
+    if kind == BOUND and signed:
         lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
     if kind != RAISES:
-        lines += ["", *(ln.format(ref=ref, dtype=programs.op_dtype(case)) for ln in _CHECKS[kind]), ""]
+        lines += ["", *(ln.format(ref=ref, mag="magnitude" if signed else ref, dtype=programs.op_dtype(case))
+                        for ln in _CHECKS[kind]), ""]
     if form.frozen:
         n = len(case.inputs)
         weights = ", ".join(f"x{i}" for i in range(1, n))
         lines += ["", "class Model(torch.nn.Module):  # the weights are frozen (constant) parameters",
                   f"    def __init__(self, {weights}):", "        super().__init__()",
-                  *(f"        self.x{i} = torch.nn.Parameter(x{i}, requires_grad=False)" for i in range(1, n)), "",
+                  f"        self.x1 = torch.nn.Parameter(x1, requires_grad=False)" if n == 2 else
+                  f"        {', '.join(f'self.x{i}' for i in range(1, n))} = "
+                  f"(torch.nn.Parameter(x, requires_grad=False) for x in ({weights}))", "",
                   "    def forward(self, x0):",
                   f"        return program(x0, {', '.join(f'self.x{i}' for i in range(1, n))})", ""]
-    lines += ["", *_make_inputs(case, "make_inputs", case.inputs, form.seeded)]
-    if case.second_call:
-        lines += ["", *_make_inputs(case, "make_second_inputs", case.second_call, form.seeded)]
-    lines += ["", *_compile_and_call(case, form, kind)]
+    first = _storages(case, case.inputs, form.seeded)
+    second = _storages(case, case.second_call, form.seeded) if case.second_call else []
+    if _second_x0_only(case, form):
+        second = [s for s in second if s.group == [0]]
+    helper = [s for s in first + second if s.nan_outside or s.nonfinite]
+    if helper:
+        lines += ["", *_strided_helper(case, any(s.nonfinite for s in helper)), ""]
+    lines += ["", *_make_inputs("make_inputs", _build(case, case.inputs, first, form.seeded), len(case.inputs))]
+    second_lines = _build(case, case.second_call, second, form.seeded)
+    if case.second_call and not _second_x0_only(case, form):
+        lines += ["", *_make_inputs("make_second_inputs", second_lines, len(case.second_call))]
+    lines += ["", *_compile_and_call(case, form, kind, second_lines)]
     return "\n".join(lines) + "\n"
 
 
-def _compile_and_call(case: Case, form: Form, kind: str) -> list[str]:
+def _second_x0_only(case: Case, form: Form) -> bool:
+    """Whether the second call is written inline as a new x0: frozen weights stay in the module
+    (the case's second call keeps them), and x0 may be passed to the check too: nothing mutates it."""
+    return form.frozen and bool(case.second_call) and "mutate_input" not in case.consumers and \
+        0 not in case.shared_storage
+
+
+def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]) -> list[str]:
+    """Compile, then call with make_inputs() (and the second call's inputs: make_second_inputs(), or
+    `second_lines` building a new x0 inline), each result checked or left to raise."""
     target = "Model(*weights)" if form.frozen else "program"
     options = "".join([f', mode="{form.mode}"' if form.mode else "", ", dynamic=True" if case.dynamic else ""])
     lines = ["weights = make_inputs()[1:]"] if form.frozen else []
@@ -247,6 +346,9 @@ def _compile_and_call(case: Case, form: Form, kind: str) -> list[str]:
             args = "args"
         call = f"compiled({args})" if form.frozen else f"compiled(*{args})"
         expected = f"[{maker}()[0], *weights]" if form.frozen else f"{maker}()"
+        if not first and _second_x0_only(case, form):
+            body += [second_lines[0] + "  # the second call: a new x0, the same frozen weights", *second_lines[1:]]
+            call, expected = "compiled(x0)", "[x0, *weights]"
         body.append(call if kind == RAISES else f"check({call}, {expected})")
     if contexts:
         lines += [f"with {', '.join(contexts)}:", *(f"    {b}" for b in body)]
@@ -447,8 +549,6 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
                       timeout_s: float = 600.0, budget_s: float = 600.0) -> dict[str, Any]:
     """Write the plain script for `case` to `path` and what its run printed to `path`.log; with
     `verify`, search the smallest failing form first. Returns the record kept in the finding."""
-    import torch
-
     kind = check_kind(violation)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not verify:

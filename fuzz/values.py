@@ -42,17 +42,23 @@ def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[t
     storage (the first one's, grown to fit them all). Fresh tensors every call: programs may
     mutate inputs."""
     specs = list(specs or case.inputs)
-    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
-    groups = [[i] for i in range(len(specs)) if i not in shared] + ([shared] if shared else [])
     storages: dict[int, torch.Tensor] = {}
-    for group in groups:
-        storage = _storage(case, specs, group)
+    for group in storage_groups(case, len(specs)):
+        storage = storage_values(case, specs, group)
         storages.update(dict.fromkeys(group, storage.to(getattr(torch, specs[group[0]].dtype)).to(case.device)))
     return [torch.as_strided(storages[i], spec.shape, spec.stride, spec.offset) for i, spec in enumerate(specs)]
 
 
-def _storage(case: Case, specs: list[TensorSpec], group: list[int]) -> torch.Tensor:
-    """float64 contents of the storage the inputs `group` view: seeded values, NaN outside the views."""
+def storage_groups(case: Case, n: int) -> list[list[int]]:
+    """The inputs (of `n`) that view one storage: each input alone, and those in `case.shared_storage`
+    together (in its order: the first one's seed fills it)."""
+    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
+    return [[i] for i in range(n) if i not in shared] + ([shared] if shared else [])
+
+
+def storage_values(case: Case, specs: Sequence[TensorSpec], group: list[int]) -> torch.Tensor:
+    """float64 contents of the storage the inputs `group` view: seeded values, NaN outside the views
+    (floating dtypes), the `nonfinite` mode's NaN/inf at a few positions inside them."""
     first = group[0]
     size = max(specs[i].storage_size() for i in group)
     gen = torch.Generator().manual_seed(storage_seed(case, first))

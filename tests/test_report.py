@@ -65,14 +65,17 @@ def test_the_status_line_fits_80_columns() -> None:
 
 def test_repro_checks_show_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines: list[str] = []
+    import fuzz.plain_repro as plain_repro
+
     monkeypatch.setattr(repro, "run_repro", lambda path, timeout_s, cancel=None: repro.ReproResult(1, "BUG", 2.0))
+    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, **k: {"path": "p.py", "verified": False})
     store = FindingsStore(tmp_path)
     for sig in ("a", "b"):
         store.add(record_from_violation({**V, "signature": sig}, _small_case().to_json(), known_bug=None,
                                         violations=[V], versions={}, origin={}))
     repro.export_findings(store, tmp_path / "repros", emit=lines.append, timeout_s=60, jobs=1)
-    assert lines[0].startswith("checking 2 repro(s), 1 at a time")
-    assert [ln.split(" ", 1)[0] for ln in lines[1:]] == ["[1/2]", "[2/2]"]
+    assert lines[0].startswith("checking 2 repro(s) and their plain-torch forms, 1 at a time")
+    assert [ln.split()[0] for ln in lines[1:]] == ["[1/2]", "plain", "[2/2]", "plain"]
     assert all(f.repro and f.repro["seconds"] == 2.0 for f in FindingsStore(tmp_path))
 
 
