@@ -159,13 +159,15 @@ def test_export_of_a_findings_folder_writes_to_its_campaign(capsys: pytest.Captu
                                                             tmp_path: Path) -> None:
     d = campaign_dir(tmp_path / "c")
     assert main(["export", str(d / "findings"), "--no-verify"]) == 0
-    assert len(list((d / "repros").glob("*.py"))) == 1 and not (d / "findings" / "repros").exists()
+    scripts = sorted(p.name for p in (d / "repros").glob("*.py"))  # the vendored repro and its plain-torch one
+    assert len(scripts) == 2 and scripts[1] == scripts[0].removesuffix(".py") + "_plain.py"
+    assert not (d / "findings" / "repros").exists()
     loose = next((d / "findings").glob("numerics-tolerance*.json"))
     capsys.readouterr()
     line = fails_with_one_line(capsys, ["export", str(loose)])
     assert "is not a campaign directory: say where the repros go with --to DIR" in line
     assert main(["export", str(loose), "--to", str(tmp_path / "to"), "--no-verify"]) == 0
-    assert len(list((tmp_path / "to").glob("*.py"))) == 1
+    assert len(list((tmp_path / "to").glob("*.py"))) == 2
 
 
 def test_replay_and_export_skip_what_they_cannot_use(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
