@@ -259,20 +259,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not findings:
         print("no findings to replay")
         return 0
-    executor = Executor(0, log_dir=Path(tempfile.mkdtemp(prefix="mm-fuzz-replay-")), case_timeout_s=args.case_timeout)
     statuses = []
-    try:
-        for f in findings:
-            case = f.case if args.original else f.best_case
-            try:
-                outcome = executor.run(case)
-            except WorkerStartError as e:
-                _fail(str(e))
-            state, status = replay_state(f, case, outcome, executor.info)
-            statuses.append(status)
-            print(f"{state:<12} {f.key}  (seen {f.count}x)", flush=True)
-    finally:
-        executor.stop()
+    with tempfile.TemporaryDirectory(prefix="mm-fuzz-replay-") as logs:  # the workers' last words, read on death
+        executor = Executor(0, log_dir=Path(logs), case_timeout_s=args.case_timeout)
+        try:
+            for f in findings:
+                case = f.case if args.original else f.best_case
+                try:
+                    outcome = executor.run(case)
+                except WorkerStartError as e:
+                    _fail(str(e))
+                state, status = replay_state(f, case, outcome, executor.info)
+                statuses.append(status)
+                print(f"{state:<12} {f.key}  (seen {f.count}x)", flush=True)
+        finally:
+            executor.stop()
     print(f"{len(findings)} finding(s) replayed: {statuses.count(1)} still fail or fail differently, "
           f"{statuses.count(2)} cannot be checked")
     return 1 if 1 in statuses else (2 if 2 in statuses else 0)

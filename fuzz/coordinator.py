@@ -49,7 +49,7 @@ class Coordinator:
             "seed": opts.seed, "budget_s": opts.budget_s, "device": opts.device, "workers": 0,
             "filters": {"ops": list(opts.ops), "backends": list(opts.backends), "dtypes": list(opts.dtypes)},
             "profile": opts.profile, "cases": 0, "rejected": 0, "shrink_cases": 0, "restarts": 0, "seconds": 0.0,
-            "by_op": {}, "drawn": {}, "host": socket.gethostname(), "env": None}
+            "by_op": {}, "rejected_by_op": {}, "drawn": {}, "host": socket.gethostname(), "env": None}
         for earlier in record["sessions"]:
             if earlier.get("status") == "running":  # we hold the lock: that campaign was killed
                 earlier["status"] = "killed"
@@ -156,6 +156,8 @@ class Coordinator:
             s["rejected"] += payload["rejected"]
             s["shrink_cases"] += payload["shrinking"]
             s["by_op"][payload["op"]] = s["by_op"].get(payload["op"], 0) + 1
+            if payload["rejected"]:
+                s["rejected_by_op"][payload["op"]] = s["rejected_by_op"].get(payload["op"], 0) + 1
             for feature in payload.get("features", ()):
                 s["drawn"][feature] = s["drawn"].get(feature, 0) + 1
         elif kind == "finding":

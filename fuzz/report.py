@@ -31,7 +31,8 @@ def summarize(findings: Sequence[Finding], records: Sequence[dict[str, Any]],
             row["sightings"] += f.count
     totals = campaign_totals(records)
     for op, n in totals["by_op"].items():
-        by_op.setdefault(op, {"distinct": 0, "new": 0, "known": 0, "sightings": 0})["cases"] = n
+        row = by_op.setdefault(op, {"distinct": 0, "new": 0, "known": 0, "sightings": 0})
+        row["cases"], row["rejected"] = n, totals["rejected_by_op"].get(op, 0)
     return {
         "generated": now(),
         "totals": totals,
@@ -108,6 +109,10 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     return lines + [""]
 
 
+def _share(part: int, whole: int) -> str:
+    return f"{part} ({100 * part / whole:.0f}%)" if whole else str(part)
+
+
 def markdown(summary: dict[str, Any]) -> str:
     from fuzz.dashboard import mermaid_charts
 
@@ -127,8 +132,9 @@ def markdown(summary: dict[str, Any]) -> str:
                   ((k, v["distinct"], v["new"], v["known"], v["sightings"])
                    for k, v in sorted(summary["by_oracle"].items())))
     out += ["## By op", ""]
-    out += _table(("op", "cases run", "distinct findings", "new", "known"),
-                  ((k, v.get("cases", 0), v["distinct"], v["new"], v["known"])
+    out += _table(("op", "cases run", "rejected", "distinct findings", "new", "known"),
+                  ((k, v.get("cases", 0), _share(v.get("rejected", 0), v.get("cases", 0)), v["distinct"], v["new"],
+                    v["known"])
                    for k, v in sorted(summary["by_op"].items())))
     out += ["## Findings", ""]
     out += _table(("status", "severity", "oracle", "signature", "op", "sightings", "minimized", "repro (exit)"),

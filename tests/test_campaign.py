@@ -196,8 +196,11 @@ def test_sightings_classify_deaths_new_and_known_violations() -> None:
 
 # --- real campaigns with planted faults --------------------------------------------------------------
 
-def run_fuzz(*args: str, fault: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def run_fuzz(*args: str, fault: str | None = None, timeout: float = 240,
+             tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "MM_FUZZ_TEST_FAULT"}
+    if tmpdir:
+        env["TMPDIR"] = str(tmpdir)
     if fault:
         env["MM_FUZZ_TEST_FAULT"] = fault
     return subprocess.run([sys.executable, "-m", "fuzz", *args], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -333,8 +336,11 @@ def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_pat
     assert [s["status"] for s in load_campaign(out, pytest.fail)["sessions"]] == ["killed", "finished"]
     assert json.loads((out / "report.json").read_text())["distinct_findings"] == 1
 
-    replay = run_fuzz("replay", str(out), fault=f"segv:case={simplest_case()}")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    replay = run_fuzz("replay", str(out), fault=f"segv:case={simplest_case()}", tmpdir=scratch)
     assert replay.returncode == 1 and "STILL FAILS  process/killed:SIGSEGV:mm" in replay.stdout, replay.stderr
+    assert not list(scratch.glob("mm-fuzz-replay-*"))  # the dead worker's log went with the replay
     fixed = run_fuzz("replay", str(out))  # without the planted fault the case passes
     assert fixed.returncode == 0 and "FIXED" in fixed.stdout, fixed.stderr
 

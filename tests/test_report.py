@@ -97,3 +97,15 @@ def test_the_dashboard_is_one_self_contained_page(tmp_path: Path) -> None:
     assert ">bmm<" in page and "mm: 3 element(s) differ" in page
     md = markdown(summary)
     assert md.count("```mermaid") == 3 and "xychart-beta" in md  # findings, cases/min, coverage
+
+
+def test_reject_rate_per_op_is_reported() -> None:
+    records = [{"sessions": [{"cases": 40, "seconds": 60, "rejected": 3, "by_op": {"mm": 30, "bmm": 10},
+                              "rejected_by_op": {"mm": 3}},
+                             {"cases": 20, "seconds": 60, "rejected": 1, "by_op": {"bmm": 20},
+                              "rejected_by_op": {"bmm": 1}}]}]
+    summary = summarize([], records)
+    assert {op: (row["cases"], row["rejected"]) for op, row in summary["by_op"].items()} == {"mm": (30, 3),
+                                                                                             "bmm": (30, 1)}
+    md = markdown(summary)
+    assert "| mm | 30 | 3 (10%) |" in md and "| bmm | 30 | 1 (3%) |" in md
