@@ -23,6 +23,7 @@ from strategies.case import Case
 
 Tensor = torch.Tensor
 GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
+FLOAT32_MAX = torch.finfo(torch.float32).max  # a correct kernel's accumulators are float32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +86,26 @@ class Reference:
         a, b = eval(left, self.env), eval(right, self.env)  # noqa: S307 - our own tables
         value, mag = a @ b, eval(left, self.abs_env) @ eval(right, self.abs_env)  # noqa: S307
         bound = accumulation(mag, prefixes(a, b), dtype, self.model) + rounding(value, dtype)
-        return Tracked(value, bound, mag, dtype, _exact_sum(a, b, mag, dtype, self.model) and representable(value, dtype))
+        exact = _exact_sum(a, b, mag, dtype, self.model) and representable(value, dtype)
+        return _partial_sums_overflow(Tracked(value, bound, mag, dtype, exact))
+
+
+def _partial_sums_overflow(t: Tracked) -> Tracked:
+    """`t` with an infinite bound (anything may come out) where a float32 partial sum of the step
+    may pass float32's range (its magnitude does), though the result itself would fit."""
+    past = torch.isfinite(t.value) & (t.mag > FLOAT32_MAX)
+    return dataclasses.replace(t, bound=torch.where(past, torch.inf, t.bound), exact=False) if past.any() else t
+
+
+def _overflowed(t: Tracked) -> Tracked:
+    """`t` as a step that mixes its elements reads it: where a correct kernel's value may have
+    overflowed to an infinity, what that step makes of it (inf - inf is NaN, -inf * 0 too) is
+    anything, so the bound becomes infinite. (Left alone, such an element is judged as an
+    overflow to the reference's own infinity.)"""
+    if not t.dtype.is_floating_point:
+        return t
+    past = torch.isfinite(t.value) & (t.value.abs() + t.bound > torch.finfo(t.dtype).max)
+    return dataclasses.replace(t, bound=torch.where(past, torch.inf, t.bound), exact=False) if past.any() else t
 
 
 Transfer = Callable[[Tracked, Tracked, Reference], Tracked]  # (before the step, after it in float64, ...) -> after
@@ -103,21 +123,25 @@ class Consumer:
 
 
 def _gelu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    before = _overflowed(before)
     return Tracked(after.value, GELU_LIPSCHITZ * before.bound + rounding(after.value, before.dtype),
                    GELU_LIPSCHITZ * before.mag, before.dtype, False)
 
 
 def _sum(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    before = _overflowed(before)
     mag = (before.mag + before.bound).sum(dim=-1)
     bound = before.bound.sum(dim=-1) + accumulation(mag, row_prefixes(before.value), before.dtype, KernelModel()) \
         + rounding(after.value, before.dtype)
     grain = _grain(before.value)
     exact = before.exact and grain > 0 and _within(mag, grain, 2.0**24)
-    return Tracked(after.value, bound, mag, before.dtype, exact and representable(after.value, before.dtype))
+    return _partial_sums_overflow(Tracked(after.value, bound, mag, before.dtype,
+                                          exact and representable(after.value, before.dtype)))
 
 
 def _chain(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     """y @ y^T: operand errors propagate through |y|, plus a float32 accumulation over N terms."""
+    before = _overflowed(before)
     b, y = before.bound, before.value.abs() + before.bound
     bt, yt = b.transpose(-1, -2), y.transpose(-1, -2)
     mag = y @ yt
@@ -125,7 +149,8 @@ def _chain(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     bound = b @ yt + y @ bt + accumulation(mag, product, before.dtype, ref.model) + rounding(after.value, before.dtype)
     grain = _grain(before.value)
     exact = before.exact and grain > 0 and _within(mag, grain * grain, 2.0**24)
-    return Tracked(after.value, bound, mag, before.dtype, exact and representable(after.value, before.dtype))
+    return _partial_sums_overflow(Tracked(after.value, bound, mag, before.dtype,
+                                          exact and representable(after.value, before.dtype)))
 
 
 def _cat_mm(dim: int, left: str, right: str) -> Transfer:

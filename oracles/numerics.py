@@ -10,12 +10,15 @@ from oracles.model import CRASH, WRONG_RESULT, Observation, OutputCheck, TensorM
 
 
 def _judged(check: OutputCheck) -> tuple[torch.Tensor, torch.Tensor]:
-    """(elements judged against the bound, elements whose value may legitimately overflow)."""
+    """(elements judged against the bound, elements whose value may legitimately overflow to the
+    reference's infinity). Neither: the reference's own NaN/inf, and elements with an infinite
+    bound (an earlier step may have overflowed there: any value, NaN included, is allowed)."""
     ref, bound = check.reference, check.bound
     if not check.compiled.dtype.is_floating_point:
         return torch.ones_like(ref, dtype=torch.bool), torch.zeros_like(ref, dtype=torch.bool)
-    overflow = torch.isfinite(ref) & (ref.abs() + bound > torch.finfo(check.compiled.dtype).max)
-    return torch.isfinite(ref) & ~overflow, overflow
+    bounded = torch.isfinite(ref) & torch.isfinite(bound)
+    overflow = bounded & (ref.abs() + bound > torch.finfo(check.compiled.dtype).max)
+    return bounded & ~overflow, overflow
 
 
 def _ratio(got: torch.Tensor, check: OutputCheck) -> torch.Tensor:
@@ -89,7 +92,7 @@ def _nonfinite_violations(op: str, dtype: str, where: str, what: str, c: OutputC
     value elsewhere (an infinity of the reference's sign is allowed where the value may overflow)."""
     got, ref = c.compiled.double(), c.reference
     judged, overflow = _judged(c)
-    nan_wrong = torch.isnan(got) != torch.isnan(ref)
+    nan_wrong = (torch.isnan(got) != torch.isnan(ref)) & (judged | overflow | ~torch.isfinite(ref))
     inf_wrong = torch.isinf(ref) & (got != ref)
     overflow_wrong = overflow & torch.isinf(got) & (torch.sign(got) != torch.sign(ref))
     finite_wrong = judged & ~torch.isfinite(got) & ~torch.isnan(got)  # NaN there is already counted

@@ -171,3 +171,30 @@ def test_rounding_into_subnormals_is_within_the_bound_but_more_is_not() -> None:
     assert numerics.check(_numeric_obs(torch.tensor([[1e-6]]).half(), False, tiny)) == []  # one rounding
     assert sigs(numerics.check(_numeric_obs(torch.tensor([[1e-6 + 4 * 2.0**-24]]).half(), False, tiny))) \
         == {"tolerance:mm:float16"}
+
+
+def test_where_an_earlier_step_may_overflow_any_value_is_allowed_and_nowhere_else() -> None:
+    """A chain_mm of large values: float32 partial sums of y @ y^T pass float32's range where the
+    float64 result fits (a CPU campaign's false positive: eager and every kernel give inf/NaN there)."""
+    from fuzz import programs
+    from fuzz.values import materialize
+    from oracles.error_model import KernelModel
+
+    case = Case.make(op="mm", device="cpu", value_mode="large", seed=1, consumers=("chain_mm",), config={},
+                     inputs=(TensorSpec((8, 76), (1, 8), 0, "float32"), TensorSpec((76, 129), (129, 1), 0, "float32")))
+    tensors = materialize(case)
+    tensors[0][:4] *= 2.0**-80  # rows whose products stay far inside float32's range
+    want = programs.expected(case, [t.double() for t in tensors], KernelModel())
+    eager, ref, bound = programs.run(case, tensors)[0], want.values[0], want.bounds[0]
+    unbounded = ~torch.isfinite(bound)
+    assert (~torch.isfinite(eager) & torch.isfinite(ref)).any() and bool(unbounded[~torch.isfinite(eager)].all())
+
+    def check(got: torch.Tensor) -> set[str]:
+        return sigs(numerics.check(Observation(case=case, results=[
+            OutputCheck("call0/out0", eager, got, ref, bound, False, None, _meta(eager), _meta(got))])))
+
+    assert check(eager) == set()
+    bounded = torch.isfinite(bound).flatten().nonzero()[0, 0]
+    wrong = eager.clone()
+    wrong.view(-1)[bounded] = float("nan")
+    assert check(wrong) == {"nonfinite:mm:float32"}
