@@ -73,6 +73,11 @@ def _with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpe
     return _replace(case, inputs=apply(case.inputs), second_call=apply(case.second_call))
 
 
+def _span(t: TensorSpec) -> int:
+    """The dense stride of dim 0: the extent of one slice along it (dims 1..)."""
+    return max([n * st for n, st in zip(t.shape[1:], t.stride[1:])] + [1])
+
+
 def _frozen_cpp(case: Case) -> bool:
     return case.frozen_weights and "CPP" in _backends(case)
 
@@ -239,11 +244,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         name="cpp-gemm-frozen-n0-dynamic-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
         signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: (_frozen_cpp(c) and "ATEN" in _backends(c) and c.inputs[1].shape[-1] == 0
+        applies=lambda c: (_frozen_cpp(c) and "ATEN" in _backends(c) and 0 in c.inputs[1].shape[-2:]
                            and c.inputs[0].dtype in HALF and bool(c.dynamic or c.mark_dynamic or c.second_call)),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_frozen_n0_dynamic_sigfpe.py (not yet filed upstream): with M symbolic the CPP "
-                 "kernel's division by the zero number of N blocks happens at run time, while it is benchmarked",
+                 "kernel's division by the zero number of N blocks (or K blocks: a K == 0 weight dies the same "
+                 "way, seen in a CPU campaign) happens at run time, while it is benchmarked",
         torch_versions=("2.13",),
     ),
     KnownBug(
@@ -301,6 +307,20 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
                  "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.11", "2.13"),
+    ),
+    KnownBug(
+        name="cpp-bmm-size1-batch-stride-compile-error",
+        oracles=("crash", "numerics", "template_presence"),
+        signatures=CPP_COMPILE_ERROR,
+        messages=(r"ks\d+. was not declared", r"failed to (compile|run)"),
+        applies=lambda c: (_cpu_cpp_batched(c) and c.op == "bmm" and not c.dynamic and len(c.inputs[0].shape) == 3
+                           and c.inputs[0].shape[0] == 1 and c.inputs[0].stride[0] != _span(c.inputs[0])
+                           and any(i == 0 for i, _ in c.mark_dynamic)),
+        untrigger=lambda c: _with_input(c, 0, lambda t: TensorSpec(t.shape, (_span(t), *t.stride[1:]), t.offset, t.dtype)),
+        tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream; the same cause, "
+                 "found by a CPU campaign): x has one batch whose stride is not the dense one and a marked-dynamic "
+                 "dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
+        torch_versions=("2.13",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",

@@ -128,6 +128,27 @@ def test_untrigger_by_dropping_a_backend() -> None:
     assert without_backend("CPP")(only).config_dict["max_autotune_gemm_backends"] == "ATEN"
 
 
+def size1_batch_case(batch_stride: int, mark_dynamic: tuple[tuple[int, int], ...] = ((0, 1),)) -> Case:
+    """The shape of a CPU campaign's finding: one batch with a stride other than the dense 381."""
+    return Case.make(op="bmm", device="cpu", frozen_weights=True, mark_dynamic=mark_dynamic, value_mode="sparse", seed=1,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"},
+                     inputs=(TensorSpec((1, 3, 127), (batch_stride, 127, 1), 0, "float32"),
+                             TensorSpec((1, 127, 8), (2, 14, 1), 0, "float32")))
+
+
+def test_the_size1_batch_stride_entry_needs_both_its_conditions() -> None:
+    bug = REGIONS["cpp-bmm-size1-batch-stride-compile-error"]
+    assert bug.applies(size1_batch_case(2))
+    assert bug.untrigger(size1_batch_case(2)) == size1_batch_case(381)
+    assert not bug.applies(size1_batch_case(381)) and not bug.applies(size1_batch_case(2, mark_dynamic=()))
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_the_size1_batch_stride_bug_still_reproduces_and_is_explained() -> None:
+    verdict = FuzzSession().evaluate(size1_batch_case(2))
+    assert not verdict.violations and [bug.name for _, bug in verdict.known] == ["cpp-bmm-size1-batch-stride-compile-error"]
+
+
 def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
     """The ATen CPU _int_mm region (row-major with a short row stride, or column-major with a short
     column stride) against eager on a stride grid: it misses no wrong result."""
