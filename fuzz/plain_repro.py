@@ -39,8 +39,11 @@ from fuzz.values import exact_int_range, large_scale, storage_groups, storage_se
 from fuzz.workers import REPO_ROOT
 from strategies.case import Case, TensorSpec, contiguous_strides
 
-RAISES, EXACT, BOUND, STRIDES, META = "raises", "exact", "bound", "strides", "meta"
-NUMERICS_CHECKS = {"exact-mismatch": EXACT, "tolerance": BOUND, "output-strides": STRIDES, "output-meta": META}
+RAISES, EXACT, BOUND, NONFINITE, STRIDES, META = "raises", "exact", "bound", "nonfinite", "strides", "meta"
+NUMERICS_CHECKS = {"exact-mismatch": EXACT, "tolerance": BOUND, "nonfinite": NONFINITE, "output-strides": STRIDES,
+                   "output-meta": META}
+VALUE_CHECKS = (EXACT, BOUND, NONFINITE)
+"""The checks against the float64 reference (the others compare with eager)."""
 MAX_AUTOTUNE_KEYS = ("max_autotune", "max_autotune_gemm")
 FAMILY_BACKENDS = (("triton", "TRITON"), ("cpp", "CPP"), ("extern", "ATEN"), ("aten", "ATEN"))
 """Which backend alone serves a kernel-choice family (`ChoiceRecord.family`, lower-cased prefix)."""
@@ -53,8 +56,8 @@ class PlainReproError(Exception):
 def check_kind(violation: Mapping[str, str]) -> str:
     """How the script shows the violation: let the exception (or death) happen, or assert on values."""
     oracle, signature = violation["oracle"], violation["signature"]
-    if oracle in ("crash", "process") or signature.startswith("choice-crash:"):
-        return RAISES
+    if oracle in ("crash", "process") or signature.startswith(("choice-crash:", "dropped:")):
+        return RAISES  # a dropped template raises once its backend alone serves the program
     kind = NUMERICS_CHECKS.get(signature.split(":")[0]) if oracle == "numerics" else None
     if kind is None:
         raise PlainReproError(f"{oracle} / {signature} is about inductor internals, not what the program returns")
@@ -241,6 +244,13 @@ _CHECKS = {
             "terms + rounding to f, x4 for the steps after",
             "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  # may overflow, NaN/inf: not judged",
             "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements are off by more than the bound\""],
+    NONFINITE: ["def check(got, args, f=torch.finfo(torch.{dtype})):  # NaN and inf where float64 has them, nowhere else",
+                "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), {mag}(*[x.double().abs() for x in args])):",
+                "        g, fits = g.double(), torch.isfinite(w) & (m <= f.max / 2)  # elsewhere a kernel may overflow",
+                "        bad = int(((g.isnan() != w.isnan()) & (fits | ~torch.isfinite(w)) | w.isinf() & (g != w)"
+                " | fits & g.isinf()).sum())",
+                "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements have NaN/inf where float64 has not, or miss"
+                " its own\""],
     STRIDES: ["def check(got, args):  # against eager: shapes, dtypes and the strides of dims longer than 1",
               "    for g, e in zip(got, program(*args)):",
               "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
@@ -285,10 +295,10 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     if case.tf32:
         lines.append("torch.backends.cuda.matmul.allow_tf32 = True")
     lines += ["", "", *programs.source(case).splitlines(), ""]
-    if kind in (EXACT, BOUND) and ref == "reference":
+    if kind in VALUE_CHECKS and ref == "reference":
         lines += ["", *programs.source(case, reference=True).splitlines(), ""]
     signed = any(v < 0 for v in case.params_dict.values())  # else the reference on |inputs| is the magnitude
-    if kind == BOUND and signed:
+    if kind in (BOUND, NONFINITE) and signed:
         lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
     if kind != RAISES:
         lines += ["", *(ln.format(ref=ref, mag="magnitude" if signed else ref, dtype=programs.op_dtype(case))
@@ -429,6 +439,8 @@ def same_failure(outcome: Outcome, violation: Mapping[str, str]) -> bool:
             signature == f"crash:{outcome.type}:{outcome.frame or 'outside-inductor'}"
     if signature.startswith("choice-crash:"):
         return outcome.status == "raised" and outcome.type == signature.rsplit(":", 1)[1]
+    if signature.startswith("dropped:"):  # the template's own failure, or no choice left to serve the program
+        return outcome.status == "raised"
     return outcome.status == "mismatch"
 
 
@@ -506,7 +518,7 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
     family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]
     config = {**case.config_dict, **({"max_autotune_gemm_backends": family} if family else {})}
     mode = "max-autotune" if any(config.get(k) for k in MAX_AUTOTUNE_KEYS) else None
-    backend = family or (template if kind in (EXACT, BOUND) and mode else None)
+    backend = family or (template if kind in VALUE_CHECKS and mode else None)
     pin = {"max_autotune_gemm_backends": backend} if backend else {}
     found = None
     for seeded in (False, True) if kind == RAISES else (True,):
@@ -525,7 +537,7 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
     if found is not None and found.mode is None and dict(found.patch).get("max_autotune") and \
             fails(promoted := found.without("max_autotune").replace(mode="max-autotune")):
         found = promoted  # the spelling users write: torch.compile(..., mode="max-autotune")
-    if found is not None and kind in (EXACT, BOUND) and _autotuned(found) and len(_backends(found)) > 1 \
+    if found is not None and kind in VALUE_CHECKS and _autotuned(found) and len(_backends(found)) > 1 \
             and template in _backends(found) and fails(pinned := found.with_key("max_autotune_gemm_backends", template)):
         found = pinned
     confirmed = found is not None and same_failure(run(found), violation)

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 
 from fuzz.findings import FindingsStore, record_from_violation
 from fuzz.known_bugs import KNOWN_BUGS
-from fuzz.plain_repro import (Form, Outcome, PlainReproError, check_kind, export_plain, render, same_failure,
-                              search, write_plain_repro)
+from fuzz.plain_repro import (Form, Outcome, PlainReproError, check_kind, export_plain, family_backend, render,
+                              same_failure, search, write_plain_repro)
 from fuzz.values import materialize
 from strategies.case import Case, TensorSpec
 from strategies.cases import cases
@@ -68,25 +68,44 @@ def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
 
 
 BOUND = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
+NONFINITE = {"oracle": "numerics", "severity": "wrong result", "signature": "nonfinite:mm:float32", "message": "m"}
 
 
 @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(device="cpu"))
 def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) -> None:
     """A check that failed eager too would call any compiled result wrong (negative alpha once did)."""
-    for violation in (BOUND, EXACT, CRASH):
+    for violation in (BOUND, NONFINITE, EXACT, CRASH):
         script = render(case, violation, Form.make("max-autotune", case.config_dict, case.frozen_weights))
         assert len(script.splitlines()) <= 60, script
     if case.inputs[0].dtype.startswith(("float", "bfloat")) and case.op not in ("int_mm", "scaled_mm"):
-        namespace: dict[str, Any] = {}
-        exec(compile(render(case, BOUND, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>", "exec"),
-             namespace)
-        with torch.no_grad():
-            try:
-                eager = namespace["program"](*namespace["make_inputs"]())
-            except (RuntimeError, IndexError):
-                return  # eager rejects the case (e.g. a transpose after a reduction): the suite skips it too
-            namespace["check"](eager, namespace["make_inputs"]())
+        for violation in (BOUND, NONFINITE):
+            namespace: dict[str, Any] = {}
+            exec(compile(render(case, violation, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>",
+                         "exec"), namespace)
+            with torch.no_grad():
+                try:
+                    eager = namespace["program"](*namespace["make_inputs"]())
+                except (RuntimeError, IndexError):
+                    return  # eager rejects the case (e.g. a transpose after a reduction): the suite skips it too
+                namespace["check"](eager, namespace["make_inputs"]())
+
+
+def test_the_nonfinite_check_wants_nan_exactly_where_float64_has_it() -> None:
+    case = Case.make(op="addmm", device="cpu", value_mode="nonfinite", seed=4, params={"alpha": 1.0, "beta": 0.0},
+                     config={}, inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"), TensorSpec((8, 3), (3, 1), 0, "float32"),
+                                        TensorSpec((3,), (1,), 0, "float32")))
+    namespace: dict[str, Any] = {}
+    exec(compile(render(case, NONFINITE, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>", "exec"),
+         namespace)
+    args = namespace["make_inputs"]()
+    assert not args[0].isfinite().all() and not args[2].isfinite().all()  # NaN/inf in x and in the ignored bias
+    (eager,) = namespace["program"](*args)
+    namespace["check"]((eager,), args)
+    leaked = eager.clone()
+    leaked[eager.isfinite()] = float("nan")  # a kernel that reads the bias although beta == 0
+    with pytest.raises(AssertionError, match="elements have NaN/inf"):
+        namespace["check"]((leaked,), args)
 
 
 def test_script_needs_only_torch_and_fits_a_page() -> None:
@@ -108,11 +127,16 @@ def test_script_needs_only_torch_and_fits_a_page() -> None:
 
 
 def test_only_violations_a_program_can_show_get_a_plain_repro() -> None:
-    assert check_kind(CRASH) == "raises" and check_kind(EXACT) == "exact"
+    assert check_kind(CRASH) == "raises" and check_kind(EXACT) == "exact" and check_kind(NONFINITE) == "nonfinite"
     assert check_kind({"oracle": "numerics", "signature": "choice-crash:mm@CppTemplateCaller:CppCompileError"}) == \
         "raises"
-    with pytest.raises(PlainReproError):
-        check_kind({"oracle": "layout_spec", "signature": "fixed-when-allowed:bmm"})
+    dropped = {"oracle": "template_presence", "signature": "dropped:bmm@CppTemplateCaller:benchmark"}
+    assert check_kind(dropped) == "raises" and family_backend(dropped) == "CPP"  # CPP alone: the failure raises
+    assert same_failure(Outcome("raised", "CppCompileError"), dropped) and not same_failure(Outcome("passed"), dropped)
+    for internal in ({"oracle": "layout_spec", "signature": "fixed-when-allowed:bmm"},
+                     {"oracle": "template_presence", "signature": "missing:bmm:CPP"}):
+        with pytest.raises(PlainReproError):
+            check_kind(internal)
 
 
 @pytest.mark.parametrize(("outcome", "violation", "same"), [
