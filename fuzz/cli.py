@@ -239,9 +239,14 @@ def replay_state(finding: Any, case: dict[str, Any], outcome: Any, info: dict[st
     finding still fails or the case fails differently, 2 it cannot be checked (rejected now), else 0."""
     from fuzz.sightings import rejected, sightings
 
-    keys = {r.key for r in sightings(case, outcome, info, {})}  # info: torch version
+    records = sightings(case, outcome, info, {})  # info: torch version
+    keys = {r.key for r in records}
     if finding.key in keys:
         return ("STILL FAILS" if finding.is_new else "STILL FAILS (known upstream bug)"), int(finding.is_new)
+    registered = [r.known_bug["name"] for r in records if r.known_bug and r.signature == finding.signature
+                  and r.oracle == finding.oracle]
+    if finding.is_new and registered and len(keys) == 1:  # the registry explains it since it was found
+        return f"STILL FAILS (now a known upstream bug: {registered[0]})", 0
     if keys:
         return "FAILS DIFFERENTLY: " + ", ".join(sorted(keys)), 1
     if rejected(outcome):

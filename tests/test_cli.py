@@ -217,6 +217,9 @@ def verdict(*signatures: str, rejected: bool = False) -> dict[str, object]:
     pytest.param(Outcome(verdict=verdict(rejected=True)), "CANNOT CHECK (the case is rejected now: eager rejects it)",
                  2, id="rejected-now"),
     pytest.param(Outcome(verdict=verdict()), "FIXED", 0, id="fixed"),
+    pytest.param(Outcome(verdict={**verdict(), "known": [{"violation": verdict("tolerance:mm:float32")["violations"][0],
+                                                          "bug": {"name": "b", "tracking": "t"}}]}),
+                 "STILL FAILS (now a known upstream bug: b)", 0, id="registered-since"),
 ])
 def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch, outcome: Outcome, state: str,
