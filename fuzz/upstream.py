@@ -47,7 +47,8 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
     RootCause("cpp-template-symbolic-strides",
               "[inductor][cpu] max-autotune CPP GEMM/BMM templates break when a recompile makes an input stride "
               "symbolic",
-              ("cpp-bmm-dynamic-batch-stride-compile-error", "cpp-gemm-dynamic-recompile-crash"),
+              ("cpp-bmm-dynamic-batch-stride-compile-error", "cpp-bmm-size1-batch-stride-compile-error",
+               "cpp-gemm-dynamic-recompile-crash"),
               "the CPP template kernel does not declare stride symbols it indexes with "
               "(torch/_inductor/codegen/cpp_template_kernel.py), and benchmarking its choices materializes "
               "example inputs from symbolic strides (torch/_inductor/select_algorithm.py)"),
@@ -183,6 +184,10 @@ def _title(f: Finding) -> str:
         return f"[inductor] {how} of {op}: {parts[1]} in {':'.join(parts[2:])}"
     if f.oracle == "process":
         return f"[inductor] {how} of {op} kills the process ({parts[0]} {parts[1]})"
+    if parts[0] == "dropped":
+        stage = "compile" if parts[-1] == "precompile" else "run"
+        return (f"[inductor] {how} of {op}: the {f.signature.partition('@')[2].split(':')[0]} choice fails to "
+                f"{stage} while autotuning (dropped silently; alone it raises)")
     what = {"output-strides": "other strides than eager", "output-meta": "another shape or dtype than eager",
             "choice-crash": f"a {parts[-1]} compiling one kernel choice"}.get(parts[0], "wrong values")
     return f"[inductor] {how} of {op} gives {what}" + (f" ({f.signature.partition('@')[2]})" if "@" in f.signature
@@ -196,9 +201,14 @@ EXPECTED = {
     "exact": "The exact result: every input is a small integer, so every product and partial sum is exact in "
              "the dtype, and eager returns it.",
     "bound": "The float64 result within float32 accumulation's error bound (the tolerance in `check`).",
+    "nonfinite": "NaN and inf exactly where the float64 result of the same inputs has them.",
     "strides": "The strides eager gives (the values are compared too).",
     "meta": "Eager's shape and dtype.",
 }
+
+
+FULL_OUTPUT_LINES = 150
+"""The most lines of a repro's output a draft shows (in a folded block)."""
 
 
 def _short(message: str, limit: int = 200) -> str:
@@ -236,6 +246,12 @@ def _observed(output: str) -> str:
     return "\n".join(lines[last:] if len(lines) - last <= 40 else lines[-40:])
 
 
+def _tail(output: str, limit: int = FULL_OUTPUT_LINES) -> str:
+    """The output, or its last `limit` lines (a C++ compile error prints thousands)."""
+    lines = output.rstrip("\n").splitlines()
+    return output if len(lines) <= limit else "\n".join([f"[{len(lines) - limit} earlier lines cut]", *lines[-limit:]])
+
+
 def render_draft(group: Group, sources: Sequence[Path]) -> str:
     """The Markdown issue draft of one group."""
     rep = group.representative
@@ -255,7 +271,7 @@ def render_draft(group: Group, sources: Sequence[Path]) -> str:
     if (plain.get("confirmed") or plain.get("reproduced")) and log:
         out += [f"**Observed** (torch {plain.get('torch')}):", "", *_fence(_observed(log)), ""]
         if len(log.splitlines()) > len(_observed(log).splitlines()):
-            out += ["<details><summary>Full output</summary>", "", *_fence(log), "", "</details>", ""]
+            out += ["<details><summary>Full output</summary>", "", *_fence(_tail(log)), "", "</details>", ""]
     out += [f"**Expected**: {EXPECTED.get(plain.get('check'), EXPECTED['raises'])}", ""]
     out += _flips(plain)
     out += ["**Suspected location**: " + _suspect(group, _dict(plain.get("outcome"))), ""]
@@ -351,6 +367,10 @@ def write_drafts(findings: Sequence[Finding], out: Path, sources: Sequence[Path]
             continue
         if None not in reasons:
             index.append(f"- not drafted: **{group.title}** ({rows}): {'; '.join(sorted(map(str, reasons)))}")
+            continue
+        if all(_dict(f.repro).get("exit_code") == 0 for f in group.findings):
+            index.append(f"- not drafted: **{group.title}** ({rows}): its repros no longer reproduce (FIXED on torch "
+                         f"{', '.join(sorted({str(_dict(f.repro).get('torch')) for f in group.findings}))})")
             continue
         try:
             text = render_draft(group, sources)

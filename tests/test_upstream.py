@@ -153,3 +153,19 @@ def test_cli_writes_drafts_and_an_unwritable_directory_is_one_line(tmp_path: Pat
         main(["report", str(d), "--upstream", str(blocker / "drafts")])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and len(err) == 2 and err[-1].startswith("python -m fuzz: error: cannot write")
+
+
+def test_fixed_findings_are_not_drafted_and_long_output_is_cut(tmp_path: Path) -> None:
+    fixed = finding("nonfinite:mm:float32", oracle="numerics", plain={**PLAIN, "reproduced": False, "confirmed": False})
+    fixed.repro = {**fixed.repro, "exit_code": 0, "torch": "2.13.0+cpu"}
+    dropped = finding("dropped:bmm@CppTemplateCaller:benchmark", oracle="template_presence", plain=PLAIN)
+    dropped.repro = {**dropped.repro, "exit_code": 1}
+    d = _exported(tmp_path, [fixed, dropped])
+    (d / "repros" / "x_plain.log").write_text("".join(f"error line {i}\n" for i in range(3000)) + LOG)
+    paths = write_drafts(list(FindingsStore(d)), tmp_path / "out", [d], print)
+    index = (tmp_path / "out" / "index.md").read_text()
+    assert "its repros no longer reproduce (FIXED on torch 2.13.0+cpu)" in index and len(paths) == 2
+    draft = paths[0].read_text()
+    assert draft.startswith("# [inductor] torch.compile of mm: the CppTemplateCaller choice fails to run while "
+                            "autotuning (dropped silently; alone it raises)")
+    assert "earlier lines cut]" in draft and "error line 10\n" not in draft and len(draft.splitlines()) < 400
