@@ -269,7 +269,10 @@ def render_draft(group: Group, sources: Sequence[Path]) -> str:
         out += [f"(no plain repro was exported for `{rep.key}`: run `python -m fuzz export` on its campaign; the "
                 f"fuzzer's own repro: `{_dict(rep.repro).get('path') or '-'}`)", ""]
     if (plain.get("confirmed") or plain.get("reproduced")) and log:
-        out += [f"**Observed** (torch {plain.get('torch')}):", "", *_fence(_observed(log)), ""]
+        death = _dict(plain.get("outcome"))
+        ending = {"killed": f"\n[the process was killed by {death.get('type')}]",
+                  "hang": "\n[the process hung: stopped at the time limit]"}.get(str(death.get("status")), "")
+        out += [f"**Observed** (torch {plain.get('torch')}):", "", *_fence(_observed(log) + ending), ""]
         if len(log.splitlines()) > len(_observed(log).splitlines()):
             out += ["<details><summary>Full output</summary>", "", *_fence(_tail(log)), "", "</details>", ""]
     out += [f"**Expected**: {EXPECTED.get(plain.get('check'), EXPECTED['raises'])}", ""]
@@ -317,6 +320,9 @@ def _suspect(group: Group, outcome: dict[str, Any]) -> str:
     where = str(outcome.get("location", ""))
     parts = [f"`torch/{where.split('/torch/', 1)[1]}` in `{str(outcome.get('frame', '')).rpartition(':')[2]}` "
              "(innermost inductor frame of the traceback)"] if "/torch/" in where else []
+    if outcome.get("status") in ("killed", "hang"):
+        parts.append("the process dies (or hangs) in native code, so there is no Python frame to blame: "
+                     "`gdb -batch -ex run -ex bt --args python repro.py` shows the native frame")
     if group.cause is not None:
         parts.append(f"triage: {group.cause.location}")
     return "; ".join(parts) or "no exception to locate: the wrong values come from the kernel the repro selects " \

@@ -169,3 +169,11 @@ def test_fixed_findings_are_not_drafted_and_long_output_is_cut(tmp_path: Path) -
     assert draft.startswith("# [inductor] torch.compile of mm: the CppTemplateCaller choice fails to run while "
                             "autotuning (dropped silently; alone it raises)")
     assert "earlier lines cut]" in draft and "error line 10\n" not in draft and len(draft.splitlines()) < 400
+
+
+def test_a_process_death_is_shown_as_such(tmp_path: Path) -> None:
+    death = {**PLAIN, "check": "raises", "outcome": {"status": "killed", "type": "SIGFPE"}}
+    d = _exported(tmp_path, [finding("killed:SIGFPE:addmm", oracle="process", plain=death)])
+    draft = write_drafts(list(FindingsStore(d)), tmp_path / "out", [d], print)[0].read_text()
+    assert "[the process was killed by SIGFPE]\n```" in draft and "gdb -batch -ex run -ex bt" in draft
+    assert "the wrong values come from" not in draft
