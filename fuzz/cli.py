@@ -164,11 +164,12 @@ def build_parser() -> Parser:
     bench = sub.add_parser("bench", help="the campaign engine against a naive compile loop, on one workload",
                            description=(
         "Draw a fixed-seed list of cases for this machine's device; run it through a naive loop (one process, a "
-        "fresh torch.compile per case, inductor's caches off) and through the campaign's workers (each with warm "
-        "code caches), each for the budget, with the same oracles. Prints cases/min per side and worker count, "
+        "fresh torch.compile per case, inductor's caches off) for the budget, then the same cases through the "
+        "campaign's workers (each with warm code caches), with the same oracles. Prints cases/min per side and "
+        "worker count, "
         "where the time goes, and a last line `speedup: N.Nx over naive ...`."))
     bench.add_argument("--budget", type=duration, default=duration("2m"), metavar="DURATION",
-                       help="time per side, counted from its first ready worker (default 2m)")
+                       help="the naive loop's time; the suite sides run its cases, cut at twice that (default 2m)")
     bench.add_argument("--workers", type=_counts, default=None, metavar="N[,N...]",
                        help="suite workers per GPU (or on the CPU) to measure, e.g. 1,2,4,8 (default: the campaign's)")
     bench.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
