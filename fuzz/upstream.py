@@ -240,10 +240,15 @@ def _fence(text: str, lang: str = "") -> list[str]:
 
 
 def _observed(output: str) -> str:
-    """The end of what the repro printed: from the innermost frame on (the exception and its message)."""
+    """The end of what the repro printed: from the innermost frame on (the exception and its
+    message); when that is long (a C++ compile error's message is the compiler's whole output), its
+    first lines, the compiler's `error:` lines and its last lines."""
     lines = output.rstrip("\n").splitlines()
-    last = max((i for i, ln in enumerate(lines) if ln.startswith('  File "')), default=0)
-    return "\n".join(lines[last:] if len(lines) - last <= 40 else lines[-40:])
+    rest = lines[max((i for i, ln in enumerate(lines) if ln.startswith('  File "')), default=0):]
+    if len(rest) <= 40:
+        return "\n".join(rest)
+    errors = [ln for ln in rest if re.search(r"\berror:", ln)][:10]
+    return "\n".join([*rest[:6], "[...]", *errors, *(["[...]"] if errors else []), *rest[-4:]])
 
 
 def _tail(output: str, limit: int = FULL_OUTPUT_LINES) -> str:

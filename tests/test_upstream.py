@@ -177,3 +177,15 @@ def test_a_process_death_is_shown_as_such(tmp_path: Path) -> None:
     draft = write_drafts(list(FindingsStore(d)), tmp_path / "out", [d], print)[0].read_text()
     assert "[the process was killed by SIGFPE]\n```" in draft and "gdb -batch -ex run -ex bt" in draft
     assert "the wrong values come from" not in draft
+
+
+def test_a_compile_error_is_observed_through_its_error_lines(tmp_path: Path) -> None:
+    from fuzz.upstream import _observed
+
+    log = ('Traceback (most recent call last):\n  File "repro.py", line 3, in <module>\n'
+           "torch._inductor.exc.CppCompileError: C++ compile error\n"
+           + "".join(f"vec.h:{i}: warning: overflow\n" for i in range(500))
+           + "k.cpp:282:83: error: 'ks2' was not declared in this scope\n" + "".join(f"note {i}\n" for i in range(500)))
+    seen = _observed(log)
+    assert "k.cpp:282:83: error: 'ks2' was not declared in this scope" in seen and "CppCompileError" in seen
+    assert len(seen.splitlines()) < 20
