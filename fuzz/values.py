@@ -63,14 +63,20 @@ def storage_values(case: Case, specs: Sequence[TensorSpec], group: list[int]) ->
     size = max(specs[i].storage_size() for i in group)
     gen = torch.Generator().manual_seed(storage_seed(case, first))
     values = _values(case, specs[first], first, size, gen)
-    covered = torch.zeros(size, dtype=torch.bool)
+    views = {i: torch.as_strided(torch.arange(size), specs[i].shape, specs[i].stride, specs[i].offset).flatten()
+             for i in group}
+    covered, shielded = torch.zeros(size, dtype=torch.bool), torch.zeros(size, dtype=torch.bool)
     for i in group:
-        view = torch.as_strided(torch.arange(size), specs[i].shape, specs[i].stride, specs[i].offset)
-        covered[view.flatten()] = True
+        covered[views[i]] = True
+        if not _may_be_nonfinite(case, i):
+            shielded[views[i]] = True  # also where an aliasing input that may hold NaN/inf reads it
+    for i in group:
         if case.value_mode == "nonfinite" and _may_be_nonfinite(case, i):
-            inside = view.flatten().unique()
-            picks = inside[torch.randperm(inside.numel(), generator=gen)[: max(1, inside.numel() // 64)]]
-            values[picks] = torch.tensor(NONFINITE, dtype=torch.float64)[torch.arange(picks.numel()) % 3]
+            inside = views[i].unique()
+            inside = inside[~shielded[inside]]
+            if inside.numel():
+                picks = inside[torch.randperm(inside.numel(), generator=gen)[: max(1, inside.numel() // 64)]]
+                values[picks] = torch.tensor(NONFINITE, dtype=torch.float64)[torch.arange(picks.numel()) % 3]
     if specs[first].dtype not in ("int8", "int32"):
         values[~covered] = float("nan")
     return values

@@ -7,7 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from strategies.case import Case, CaseError
+from strategies.case import Case, CaseError, TensorSpec
 from strategies.cases import cases
 
 
@@ -106,3 +106,22 @@ def test_property_tests_are_hypothesis_tests() -> None:
     from tests import test_properties
 
     assert is_hypothesis_test(test_properties.test_op_passes_all_oracles)
+
+
+
+def test_nan_and_inf_only_reach_inputs_where_they_are_defined() -> None:
+    """No NaN/inf inside a view of an operand that alpha == 0 multiplies, also when it aliases the
+    storage of an input that may hold them (a CPU campaign's false positive: baddbmm's batch1 and
+    batch2 sharing the bias's storage)."""
+    from fuzz.values import _may_be_nonfinite, materialize
+
+    case = Case.make(op="baddbmm", device="cpu", value_mode="nonfinite", seed=2936, params={"alpha": 0.0, "beta": 1.0},
+                     shared_storage=(1, 0, 2), config={},
+                     inputs=(TensorSpec((8, 52, 127), (6604, 127, 1), 3, "float32"),
+                             TensorSpec((8, 127, 24), (12192, 96, 2), 0, "float32"),
+                             TensorSpec((1, 24), (24, 1), 17, "float32")))
+    x0, x1, _ = materialize(case)  # the bias (which beta == 1 reads) lies inside x0's elements
+    assert not _may_be_nonfinite(case, 0) and x0.isfinite().all() and x1.isfinite().all()
+    alone = Case.make(**{**{f: getattr(case, f) for f in ("op", "device", "value_mode", "seed", "inputs")},
+                         "params": case.params_dict, "config": {}})
+    assert not materialize(alone)[2].isfinite().all()  # unshared, the bias holds NaN/inf
