@@ -71,8 +71,9 @@ def _cpp_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, in
     if event.device != "cpu" or event.out_dtype not in HALF_AND_FLOAT or not _positive(m, n, k):
         return False
     a = event.operands[MATRICES[event.op_name][0]]
-    if event.op_name in LINEARS:  # a frozen weight: the CPP GEMM template
-        return a.stride is not None and a.stride[-1] == 1
+    if event.op_name in LINEARS:  # a frozen weight: the CPP GEMM template, for a weight with a unit stride
+        w = event.operands[MATRICES[event.op_name][1]]  # (measured on 2.13: a (N, K) weight strided (2, 84) gets none)
+        return a.stride is not None and a.stride[-1] == 1 and w.stride is not None and 1 in w.stride
     return event.op_name == "bmm" and _contiguous(a)
 
 

@@ -116,6 +116,16 @@ def test_numerics_exact_and_tolerance_modes() -> None:
     assert numerics.error_ratio(_numeric_obs(nan, exact=False)) == float("inf")
 
 
+def test_an_exact_case_wants_nan_exactly_where_the_exact_result_has_it() -> None:
+    """A bias with NaN and beta == 1, alpha == 0: exact, and NaN is the exact result there (a CPU
+    campaign's false positive compared NaN with NaN as unequal)."""
+    ref = torch.tensor([[3.0, float("nan")], [0.5, 2.0]], dtype=torch.float64)
+    same = ref.half()
+    assert numerics.check(_numeric_obs(same, exact=True, ref=ref)) == []
+    moved = torch.tensor([[float("nan"), 1.0], [0.5, 2.0]]).half()
+    assert sigs(numerics.check(_numeric_obs(moved, exact=True, ref=ref))) == {"exact-mismatch:mm:float16"}
+
+
 def test_nan_and_inf_must_sit_where_the_reference_has_them() -> None:
     ref = torch.tensor([[float("nan"), float("inf")], [float("-inf"), 2.0]], dtype=torch.float64)
     right = ref.half()
@@ -198,3 +208,19 @@ def test_where_an_earlier_step_may_overflow_any_value_is_allowed_and_nowhere_els
     wrong = eager.clone()
     wrong.view(-1)[bounded] = float("nan")
     assert check(wrong) == {"nonfinite:mm:float32"}
+
+
+@pytest.mark.parametrize(("weight_stride", "must"), [((1, 21), True), ((256, 1), True), ((2, 84), False)])
+def test_a_frozen_weight_without_a_unit_stride_need_not_get_the_cpp_template(weight_stride: tuple[int, int],
+                                                                            must: bool) -> None:
+    """Measured on 2.13: inductor offers the CPP GEMM template for a packed linear only when the
+    (N, K) weight has a unit stride (a CPU campaign reported the (2, 84) one as missing)."""
+    from oracles import templates
+    from oracles.model import Operand
+
+    event = SelectionEvent("autotune", "packed_linear", (extern(),), Gate(False, True, False, ("CPP",), "cpu", False),
+                           operands=(Operand((3, 256), (256, 1), "float32"), Operand((1459233, 1), (1, 0), "float32"),
+                                     Operand((21, 256), weight_stride, "float32")), out_dtype="float32", device="cpu")
+    assert ("CPP" in templates.must_offer(event)) == must
+    assert sigs(templates.check(Observation(case=CASE, selections=[event]))) == ({"missing:packed_linear:CPP"} if must
+                                                                                  else set())
