@@ -175,8 +175,9 @@ def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[Te
     oracles/templates.py), so that backend sets without ATEN are drawn where they can serve."""
     a, b = inputs[0].shape, inputs[1].shape
     m, n, k = a[-2], b[-1], min(t.shape[-1] for t in inputs[:: 2][:2]) if op == "mm_plus_mm" else a[-1]
-    if backend == "CPP":
-        return device == "cpu" and 0 not in (m, n, k) and (op in ("bmm", "matmul") or frozen and op in ("mm", "addmm"))
+    if backend == "CPP":  # matmul is a bmm only when both operands carry the same batch, else it folds into mm
+        bmm = op == "bmm" or op == "matmul" and len(a) >= 3 and len(b) >= 3 and a[:-2] == b[:-2]
+        return device == "cpu" and 0 not in (m, n, k) and (bmm or frozen and op in ("mm", "addmm", "matmul"))
     if backend == "TRITON":
         short_k = op in ("mm_plus_mm", "scaled_mm") and k <= 16
         return device == "cuda" and m > 0 and n > 0 and op != "mm_out_dtype" and not short_k \
