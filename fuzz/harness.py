@@ -50,6 +50,9 @@ def _precision(case: Case) -> Iterator[None]:
             setattr(matmul, name, value)
 
 
+TENSOR_CORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
 def kernel_model(case: Case, choices: Sequence[ChoiceRecord]) -> KernelModel:
     """What the kernels among `choices` may do to the numbers (see oracles/error_model.py):
     TF32 where the case allows it on CUDA; fp16/bf16 split-K partial sums for cuBLAS (extern
@@ -60,9 +63,6 @@ def kernel_model(case: Case, choices: Sequence[ChoiceRecord]) -> KernelModel:
                        half_partials=cuda and case.reduced_precision and any(c.kind == "extern" for c in choices),
                        tensor_cores=cuda and (case.tf32 or case.inputs[0].dtype in TENSOR_CORE_DTYPES),
                        fp8=cuda and case.inputs[0].dtype.startswith("float8"))
-
-
-TENSOR_CORE_DTYPES = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def _calls(case: Case) -> list[Sequence[TensorSpec]]:

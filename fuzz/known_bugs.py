@@ -53,7 +53,7 @@ def without_backend(backend: str) -> Callable[[Case], Case]:
     """Untrigger: the same case with `backend` dropped from its GEMM backend set (ATEN if empty)."""
     def drop(case: Case) -> Case:
         kept = [b for b in _backends(case) if b != backend] or ["ATEN"]
-        return Case.make(**{**_fields(case), "config": {**case.config_dict, "max_autotune_gemm_backends": ",".join(kept)}})
+        return _replace(case, config={**case.config_dict, "max_autotune_gemm_backends": ",".join(kept)})
     return drop
 
 
@@ -107,9 +107,9 @@ def _int_mm_short_leading_dim(case: Case) -> bool:
 
 
 def _dense_int_mm_operands(case: Case) -> Case:
-    dense = tuple(TensorSpec(t.shape, contiguous_strides(t.shape), t.offset, t.dtype) for t in case.inputs)
-    second = tuple(TensorSpec(t.shape, contiguous_strides(t.shape), t.offset, t.dtype) for t in case.second_call)
-    return _replace(case, inputs=dense, second_call=second)
+    def dense(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.shape, contiguous_strides(t.shape), t.offset, t.dtype) for t in specs)
+    return _replace(case, inputs=dense(case.inputs), second_call=dense(case.second_call))
 
 
 TRITON_BLOCK_K_128 = "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16"
@@ -144,6 +144,7 @@ CPP_COMPILE_ERROR = (r"crash:(CalledProcessError:cpp_builder\.py:_run_compile_cm
                      r"dropped:\w+@CppTemplateCaller:(precompile|benchmark)")
 """Generated C++ that does not compile: the whole compile fails, the CPP choice compiled alone
 fails, or autotuning drops the CPP choice (with ATen in the set)."""
+
 
 def _with_config(**changes: object) -> Callable[[Case], Case]:
     """Untrigger: the same case with these inductor config keys set."""

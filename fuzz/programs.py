@@ -90,22 +90,24 @@ class Reference:
         return _partial_sums_overflow(Tracked(value, bound, mag, dtype, exact))
 
 
-def _partial_sums_overflow(t: Tracked) -> Tracked:
-    """`t` with an infinite bound (anything may come out) where a float32 partial sum of the step
-    may pass float32's range (its magnitude does), though the result itself would fit."""
-    past = torch.isfinite(t.value) & (t.mag > FLOAT32_MAX)
+def _unbounded(t: Tracked, past: Tensor) -> Tracked:
+    """`t` with an infinite bound (any value, NaN included, is allowed) where `past` holds."""
     return dataclasses.replace(t, bound=torch.where(past, torch.inf, t.bound), exact=False) if past.any() else t
+
+
+def _partial_sums_overflow(t: Tracked) -> Tracked:
+    """Unbounded where a float32 partial sum of the step may pass float32's range (its magnitude
+    does), though the result itself would fit."""
+    return _unbounded(t, torch.isfinite(t.value) & (t.mag > FLOAT32_MAX))
 
 
 def _overflowed(t: Tracked) -> Tracked:
     """`t` as a step that mixes its elements reads it: where a correct kernel's value may have
     overflowed to an infinity, what that step makes of it (inf - inf is NaN, -inf * 0 too) is
-    anything, so the bound becomes infinite. (Left alone, such an element is judged as an
-    overflow to the reference's own infinity.)"""
+    anything. (Left alone, such an element is judged as an overflow to the reference's own infinity.)"""
     if not t.dtype.is_floating_point:
         return t
-    past = torch.isfinite(t.value) & (t.value.abs() + t.bound > torch.finfo(t.dtype).max)
-    return dataclasses.replace(t, bound=torch.where(past, torch.inf, t.bound), exact=False) if past.any() else t
+    return _unbounded(t, torch.isfinite(t.value) & (t.value.abs() + t.bound > torch.finfo(t.dtype).max))
 
 
 Transfer = Callable[[Tracked, Tracked, Reference], Tracked]  # (before the step, after it in float64, ...) -> after
