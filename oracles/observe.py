@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from oracles.model import ChoiceRecord, Failure, Gate, LoweredNode, Operand, Placement, SelectionEvent
-from strategies.case import inductor_config_keys
+from strategies.case import contiguous_strides, inductor_config_keys
 
 MM_FAMILY_TARGETS = frozenset({
     "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten._int_mm", "aten._scaled_mm",
@@ -154,7 +154,7 @@ class Recording:
             size = [int(hint(s)) for s in layout.size]
             stride = tuple(int(hint(s)) for s in layout.stride)
             contiguous = [s for s, n in zip(stride, size) if n > 1] == \
-                [s for s, n in zip(_contiguous_strides(size), size) if n > 1]
+                [s for s, n in zip(contiguous_strides(tuple(size)), size) if n > 1]
             self.placements.append(Placement(op, name, storage, stride, int(hint(layout.offset)), flexible, contiguous))
         self.unplaced = [u for u in self.unplaced if u[0] is not graph]
 
@@ -288,14 +288,6 @@ def record_selections(device_type: str, keep: KeepChoice | None = None) -> Itera
     finally:
         select_algorithm.clear_preprocessing_fns()
         select_algorithm.clear_feedback_savers()
-
-
-def _contiguous_strides(size: list[int]) -> list[int]:
-    strides, acc = [], 1
-    for n in reversed(size):
-        strides.insert(0, acc)
-        acc *= max(n, 1)
-    return strides
 
 
 def _static(values: Any) -> tuple[int | None, ...]:

@@ -12,6 +12,7 @@ below. It is conservative: outside it nothing is required, inside it a template 
 from __future__ import annotations
 
 from oracles.model import CRASH, MISSED_OPTIMIZATION, ChoiceRecord, Observation, Operand, SelectionEvent, Violation
+from strategies.case import contiguous_strides
 
 HALF_AND_FLOAT = ("float16", "bfloat16", "float32")
 DECOMPOSE_K_THRESHOLD = 32  # config.triton.decompose_k_threshold, both versions
@@ -59,10 +60,7 @@ def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None,
 
 
 def _contiguous(operand: Operand) -> bool:
-    expected, acc = [], 1
-    for size in reversed(operand.size):
-        expected.insert(0, acc)
-        acc *= max(size or 1, 1)
+    expected = contiguous_strides(tuple(n or 1 for n in operand.size))  # a symbolic size counts as 1
     return operand.stride is not None and all(s == e for s, e, d in zip(operand.stride, expected, operand.size) if d != 1)
 
 
