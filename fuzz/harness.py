@@ -16,7 +16,7 @@ from fuzz.timing import Timings
 from fuzz.values import materialize
 from oracles import observe
 from oracles.error_model import KernelModel
-from oracles.model import ChoiceRecord, Failure, Observation, OutputCheck, TensorMeta
+from oracles.model import ChoiceRecord, Failure, Observation, OutputCheck, SelectionEvent, TensorMeta
 from strategies.case import Case, TensorSpec
 
 
@@ -185,16 +185,25 @@ def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
     return out
 
 
+def single_choice_plan(selections: Sequence[SelectionEvent]) -> list[tuple[int, SelectionEvent, list[ChoiceRecord]]]:
+    """(ordinal, selection, other choices) for each autotune selection of the first graph that
+    offers several choices: its single-choice compiles keep that selection (and the same one of
+    any recompiled graph) to one choice, while the program's other selections (a cat's or a
+    chain's mm) still autotune over theirs, so their choices share in every output's error bound."""
+    autotuned = [e for e in selections if e.source == "autotune"]
+    ordinals = [sum(o.graph == e.graph for o in autotuned[:i]) for i, e in enumerate(autotuned)]
+    return [(s, event, [c for e, o in zip(autotuned, ordinals) if o != s for c in e.choices])
+            for s, event in enumerate(e for e in autotuned if e.graph == 0) if len(event.choices) > 1]
+
+
 def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _References) -> None:
     """Compile once per choice of every autotune selection, that choice alone (in the first graph
     and in any graph a later call recompiles), run every call and check each output."""
-    selections = [e for e in obs.selections if e.source == "autotune" and e.graph == 0]
-    for s, event in enumerate(selections):
-        if len(event.choices) < 2:
-            continue  # the autotuned compile already ran its only choice
+    for s, event, others in single_choice_plan(obs.selections):
         for choice in event.choices:
             outputs, failure, _ = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice))
             if failure is not None:
                 obs.choice_failures.append((choice, failure))
             elif outputs is not None:
-                obs.results.extend(_checks(eager, outputs, references.of(kernel_model(case, [choice])), choice))
+                model = kernel_model(case, [choice, *others])
+                obs.results.extend(_checks(eager, outputs, references.of(model), choice))

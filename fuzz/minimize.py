@@ -21,9 +21,12 @@ T = TypeVar("T")
 CaseJson = dict[str, Any]
 PROTECTED = frozenset({"inputs", "op", "device", "seed", "value_mode"})
 """Fields Hypothesis shrinks (or that define what the case is): never removed wholesale here."""
-KEPT_CONFIG = frozenset({"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends"})
+KEPT_CONFIG = frozenset({"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends",
+                         "test_configs.max_mm_configs"})
 """Config keys that stay: a repro of this suite compiles with max-autotune, with an explicit backend
-set (narrowed, never dropped: inductor's default set would let autotuning pick another kernel)."""
+set (narrowed, never dropped: inductor's default set would let autotuning pick another kernel), and
+the cap on Triton configs (without it a case compiles every config: only slower, and a campaign on
+the H200 saw such a candidate run past the per-case timeout and reported it as a hang)."""
 
 
 @dataclasses.dataclass

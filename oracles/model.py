@@ -43,6 +43,7 @@ class Gate:
     backends: tuple[str, ...]
     device_type: str
     origami_rocm: bool
+    max_mm_configs: int | None = None  # config.test_configs.max_mm_configs: a cap on Triton configs
 
 
 @dataclasses.dataclass(frozen=True)

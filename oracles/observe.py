@@ -86,6 +86,7 @@ def gate_now(device_type: str) -> Gate:
         backends=tuple(b.strip().upper() for b in config.max_autotune_gemm_backends.split(",") if b.strip()),
         device_type=device_type,
         origami_rocm=bool(origami is not None and origami() and torch.version.hip is not None),
+        max_mm_configs=config.test_configs.max_mm_configs,
     )
 
 

@@ -6,7 +6,7 @@ whether a selection that got no choice at all could have been served (else it is
 The table is this module's own reading of inductor's lowerings (kernel/mm.py, kernel/bmm.py,
 kernel/mm_plus_mm.py, utils.py `use_triton_template` / `use_cpp_gemm_template` /
 `use_cpp_bmm_template`, template_heuristics/) on torch 2.11 and 2.13, which agree on everything
-below. It is conservative: outside it nothing is required, inside it a template must show up.
+below but one (mm_plus_mm under a cap on Triton configs). It is conservative: outside it nothing is required, inside it a template must show up.
 """
 
 from __future__ import annotations
@@ -53,9 +53,11 @@ def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None,
         return not (k >= 2 * DECOMPOSE_K_THRESHOLD * m and k >= 2 * DECOMPOSE_K_THRESHOLD * n)
     if event.op_name == "scaled_mm":
         return k > 16
-    if event.op_name == "mm_plus_mm":  # configs need BLOCK_K < K for both products
+    if event.op_name == "mm_plus_mm":  # configs need BLOCK_K < K for both products; the smallest is 16,
+        # but 2.11 caps the list (its first configs have BLOCK_K 32) before it drops those (H200 campaign)
         k2 = event.operands[2].size[-1] if len(event.operands) > 2 else None
-        return k > 16 and k2 is not None and k2 > 16
+        floor = 16 if event.gate is None or event.gate.max_mm_configs is None else 32
+        return k > floor and k2 is not None and k2 > floor
     return True
 
 

@@ -46,7 +46,8 @@ def test_ddmin_finds_a_one_minimal_subset() -> None:
 
 def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None:
     case = {"op": "addmm", "inputs": [1, 2, 3], "seed": 5,
-            "config": {"max_autotune": True, "epilogue_fusion": True, "max_autotune_gemm_backends": "ATEN,CPP,TRITON"},
+            "config": {"max_autotune": True, "epilogue_fusion": True, "max_autotune_gemm_backends": "ATEN,CPP,TRITON",
+                       "test_configs.max_mm_configs": 2},
             "consumers": ["relu", "gelu", "return_twice"], "second_call": [1, 2, 3], "every_choice": True,
             "dynamic": True, "params": {"alpha": 2.0, "beta": 0.5}}
 
@@ -55,12 +56,13 @@ def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None
                 and "alpha" in c["params"] and c["inputs"] == [1, 2, 3])
 
     small, how = delta_minimize(case, fails, time_limit_s=60)
-    assert small["config"] == {"max_autotune": True, "max_autotune_gemm_backends": "CPP"}  # max_autotune is kept
+    assert small["config"] == {"max_autotune": True, "max_autotune_gemm_backends": "CPP",  # max_autotune is kept,
+                               "test_configs.max_mm_configs": 2}  # and the cost cap
     assert small["consumers"] == ["gelu"] and small["second_call"] == [] and small["params"] == {"alpha": 2.0}
     assert small["every_choice"] is False and small["dynamic"] is False and small["inputs"] == [1, 2, 3]
     assert how.complete and "config.epilogue_fusion" in how.dropped and how.accepted <= how.steps
     assert "config.max_autotune_gemm_backends:ATEN" in how.dropped
-    assert KEPT_CONFIG == {"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends"}
+    assert KEPT_CONFIG == {"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends", "test_configs.max_mm_configs"}
 
 
 def test_delta_minimize_stops_at_its_time_limit() -> None:

@@ -224,3 +224,39 @@ def test_a_frozen_weight_without_a_unit_stride_need_not_get_the_cpp_template(wei
     assert ("CPP" in templates.must_offer(event)) == must
     assert sigs(templates.check(Observation(case=CASE, selections=[event]))) == ({"missing:packed_linear:CPP"} if must
                                                                                   else set())
+
+
+def test_a_single_choice_compile_is_judged_with_the_choices_of_the_programs_other_selections() -> None:
+    """A cat's mm still autotunes while the first mm is kept to its Triton choice: on the H200 the
+    cat's cuBLAS mm (bf16 split-K partials allowed) put 253x the Triton-only bound into the output."""
+    import dataclasses
+
+    from fuzz.harness import kernel_model, single_choice_plan
+
+    def autotune(graph: int, *choices: ChoiceRecord) -> SelectionEvent:
+        return SelectionEvent("autotune", "mm", choices, gate(), graph)
+
+    first, cat_mm = autotune(0, triton(), extern()), autotune(0, extern(), triton())
+    recompiled_first, single = autotune(1, triton(), extern()), autotune(0, extern())
+    plan = single_choice_plan([first, cat_mm, single, recompiled_first])
+    assert [(s, event) for s, event, _ in plan] == [(0, first), (1, cat_mm)]
+    assert plan[0][2] == [extern(), triton(), extern()]  # the cat's and the lone selection's, not graph 1's first
+    case = dataclasses.replace(CASE, reduced_precision=True)
+    assert not kernel_model(case, [triton()]).half_partials
+    assert kernel_model(case, [triton(), *plan[0][2]]).half_partials
+
+
+@pytest.mark.parametrize(("k", "cap", "must"), [(31, None, True), (31, 2, False), (33, 2, True), (16, None, False)])
+def test_mm_plus_mm_needs_a_k_past_the_block_k_of_the_configs_a_cap_leaves(k: int, cap: int | None,
+                                                                        must: bool) -> None:
+    """mm_plus_mm's Triton configs need BLOCK_K < K; under a cap on configs 2.11 keeps only its first
+    configs (BLOCK_K 32) before dropping those, so K = 31 with two configs got no Triton choice on the
+    H200."""
+    from oracles import templates
+    from oracles.model import Operand
+
+    a, b = Operand((30, k), (k, 1), "float16"), Operand((k, 5), (5, 1), "float16")
+    event = SelectionEvent("autotune", "mm_plus_mm", (extern(),), Gate(False, True, True, ("ATEN", "TRITON"), "cuda",
+                                                                       False, cap),
+                           operands=(a, b, a, b), out_dtype="float16", device="cuda")
+    assert ("TRITON" in templates.must_offer(event)) == must

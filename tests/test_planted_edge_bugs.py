@@ -232,3 +232,37 @@ def test_padded_output_strides_on_the_gpu_are_seen() -> None:
     assert result.compiled_meta is not None and result.compiled_meta.stride == (576, 36, 1)
     assert result.compiled.stride() == (560, 35, 1)  # what reading strides after .cpu() saw
     assert "output-strides:bmm" in signatures(obs)
+
+
+# --- 1 on the GPU: the per-kernel bound of a Triton template ----------------------------------------------
+
+TRITON_DOT = "acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)"
+
+
+@cuda
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_triton_template_rounding_its_accumulator_per_k_tile_is_caught(monkeypatch: pytest.MonkeyPatch,
+                                                                         dtype: str) -> None:
+    """The wrong-accumulator bug inside inductor's Triton mm template: after each K tile the float32
+    accumulator is rounded to the operands' dtype (K = 256: 4 to 8 roundings where a correct kernel
+    rounds once). The generated kernel source is rewritten as it is compiled (the output module the
+    real run loaded is forgotten, so that the source is compiled again)."""
+    from torch._inductor import async_compile, codecache
+
+    case = mm_case(dtype, 256, device="cuda", config={"max_autotune_gemm_backends": "TRITON",
+                                                      "test_configs.max_mm_configs": 1})
+    session = FuzzSession()  # its template catalogue lets the src_hash oracle judge the Triton choice
+    assert session.evaluate(case).violations == [], "the real inductor must pass this case"
+    real, rewritten = async_compile.AsyncCompile.triton, []
+
+    def triton(self, kernel_name, source_code, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if TRITON_DOT in source_code:
+            rewritten.append(kernel_name)
+            source_code = source_code.replace(
+                TRITON_DOT, f"acc = ({TRITON_DOT.removeprefix('acc += ')} + acc).to(a.dtype).to(ACC_TYPE)")
+        return real(self, kernel_name, source_code, *args, **kwargs)
+
+    monkeypatch.setattr(async_compile.AsyncCompile, "triton", triton)
+    monkeypatch.setattr(codecache.PyCodeCache, "modules_no_attr", {})
+    assert {v.signature for v in session.evaluate(case).violations} == {f"tolerance:mm:{dtype}"}
+    assert rewritten, "the Triton mm template's accumulation line was not found"
