@@ -206,7 +206,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     """One Case of `op` (any op the device runs when None) on `device` (CUDA when present, else CPU)."""
     device = device or default_device()
     op = op or draw(st.sampled_from(ops_for(device)))
-    if op == "int_mm":  # on CUDA, cuBLASLt wants M, N and K multiples of 8 (M > 16)
+    if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
+        # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"
     elif op == "scaled_mm":
         dtype = "float8_e4m3fn"
@@ -215,10 +216,10 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     else:
         dtype = draw(st.sampled_from(FLOAT_DTYPES[device]))
     on_cuda_int = op == "int_mm" and device == "cuda"
-    multiple = 16 if op == "scaled_mm" else (8 if on_cuda_int else 1)
-    min_m = 24 if on_cuda_int else 1
+    multiple = 16 if op == "scaled_mm" or on_cuda_int else 1
+    min_m = 32 if on_cuda_int else 1
     m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple, min_m=min_m,
-                               allow_zero=op not in ("int_mm", "scaled_mm"), m_multiple_of=8 if on_cuda_int else 1))
+                               allow_zero=op not in ("int_mm", "scaled_mm"), m_multiple_of=16 if on_cuda_int else 1))
     batch = draw(dims(9))
     value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
