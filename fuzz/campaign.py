@@ -50,8 +50,8 @@ class CampaignOptions:
 
 
 WORKERS_PER_GPU = 8
-"""Workers sharing one GPU by default: the best of `python -m fuzz bench --workers 2,4,8` on an H200
-with 16 cores (74, 112 and 145 cases/min; see README "Performance"). Benchmarking only picks
+"""Workers sharing one GPU by default: the best of `python -m fuzz bench --workers 4,8` on an H200
+with 16 cores (120.5 and 128.4 cases/min, naive 45.8; see README "Performance"). Benchmarking only picks
 autotuning's winner: every oracle sees the same choices however many workers share the GPU."""
 
 

@@ -135,6 +135,18 @@ def _scalar_to_vector_bias(case: Case) -> Case:
     return _with_input(case, 2, lambda t: TensorSpec((1,), (1,), 0, t.dtype))
 
 
+def _half_row_product_twice(case: Case) -> bool:
+    """A CPU fp16/bf16 batched product with M == 1 (inductor decomposes it into a reduction) whose
+    cat_mm_rows step, with M == 1, computes the very same product again."""
+    a, b = case.inputs[0], case.inputs[1]
+    return (case.device == "cpu" and case.op in ("bmm", "matmul") and a.dtype in ("float16", "bfloat16")
+            and len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[-2] == 1 and "cat_mm_rows" in case.consumers)
+
+
+def _without_cat_mm_rows(case: Case) -> Case:
+    return _replace(case, consumers=tuple(c for c in case.consumers if c != "cat_mm_rows"))
+
+
 def _weight_at_offset_zero(case: Case) -> Case:
     return _with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, 0, t.dtype))
 
@@ -322,6 +334,18 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "found by a CPU campaign): x has one batch whose stride is not the dense one and a marked-dynamic "
                  "dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.13",),
+    ),
+    KnownBug(
+        name="cpp-half-bmm-m1-repeated-product-compile-error",
+        oracles=("crash",),
+        signatures=CPP_COMPILE_ERROR[:1],
+        messages=(r"conflicting declaration .*tmp_acc\d+_vec",),
+        applies=_half_row_product_twice,
+        untrigger=_without_cat_mm_rows,
+        tracking="repros/cpp_half_bmm_m1_repeated_product_compile_error.py (not yet filed upstream; found by a "
+                 "10-minute CPU campaign): the same fp16/bf16 bmm with M == 1 twice in one graph (here "
+                 "torch.cat([a @ b, a @ b], dim=-2)): the C++ kernel declares `tmp_acc0_vec` twice",
+        torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",

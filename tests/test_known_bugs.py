@@ -149,6 +149,27 @@ def test_the_size1_batch_stride_bug_still_reproduces_and_is_explained() -> None:
     assert not verdict.violations and [bug.name for _, bug in verdict.known] == ["cpp-bmm-size1-batch-stride-compile-error"]
 
 
+def repeated_row_product_case(dtype: str = "bfloat16", m: int = 1) -> Case:
+    return Case.make(op="bmm", device="cpu", value_mode="normal", seed=1, consumers=("cat_mm_rows",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((2, m, 15), (15 * m, 15, 1), 0, dtype), TensorSpec((2, 15, 33), (495, 33, 1), 0, dtype)))
+
+
+def test_the_repeated_row_product_entry_needs_a_half_dtype_one_row_and_the_cat() -> None:
+    bug = REGIONS["cpp-half-bmm-m1-repeated-product-compile-error"]
+    assert bug.applies(repeated_row_product_case()) and bug.applies(repeated_row_product_case("float16"))
+    assert not bug.applies(repeated_row_product_case("float32")) and not bug.applies(repeated_row_product_case(m=2))
+    assert bug.untrigger(repeated_row_product_case()).consumers == ()
+
+
+@pytest.mark.skipif(not torch.__version__.startswith(("2.11", "2.13")), reason="seen on torch 2.11 and 2.13")
+def test_the_repeated_row_product_bug_still_reproduces_and_is_explained() -> None:
+    verdict = FuzzSession().evaluate(repeated_row_product_case())
+    assert not verdict.violations
+    assert [bug.name for _, bug in verdict.known] == ["cpp-half-bmm-m1-repeated-product-compile-error"]
+    assert FuzzSession().evaluate(repeated_row_product_case("float32")).violations == []
+
+
 def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
     """The ATen CPU _int_mm region (row-major with a short row stride, or column-major with a short
     column stride) against eager on a stride grid: it misses no wrong result."""
