@@ -6,7 +6,8 @@ whether a selection that got no choice at all could have been served (else it is
 The table is this module's own reading of inductor's lowerings (kernel/mm.py, kernel/bmm.py,
 kernel/mm_plus_mm.py, utils.py `use_triton_template` / `use_cpp_gemm_template` /
 `use_cpp_bmm_template`, template_heuristics/) on torch 2.11 and 2.13, which agree on everything
-below but one (mm_plus_mm under a cap on Triton configs). It is conservative: outside it nothing is required, inside it a template must show up.
+below but one (mm_plus_mm under a cap on Triton configs, where the table takes the stricter 2.11).
+It is conservative: outside it nothing is required, inside it a template must show up.
 """
 
 from __future__ import annotations
