@@ -219,7 +219,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     multiple = 16 if op == "scaled_mm" or on_cuda_int else 1
     min_m = 32 if on_cuda_int else 1
     m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple, min_m=min_m,
-                               allow_zero=op not in ("int_mm", "scaled_mm"), m_multiple_of=16 if on_cuda_int else 1))
+                               allow_zero=op not in ("int_mm", "scaled_mm"), m_multiple_of=multiple if on_cuda_int else 1))
     batch = draw(dims(9))
     value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))

@@ -3,6 +3,8 @@ reach (Triton choices) and the documented layout gate, case by case."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -229,8 +231,6 @@ def test_a_frozen_weight_without_a_unit_stride_need_not_get_the_cpp_template(wei
 def test_a_single_choice_compile_is_judged_with_the_choices_of_the_programs_other_selections() -> None:
     """A cat's mm still autotunes while the first mm is kept to its Triton choice: on the H200 the
     cat's cuBLAS mm (bf16 split-K partials allowed) put 253x the Triton-only bound into the output."""
-    import dataclasses
-
     from fuzz.harness import kernel_model, single_choice_plan
 
     def autotune(graph: int, *choices: ChoiceRecord) -> SelectionEvent:
