@@ -66,6 +66,14 @@ def _replace(case: Case, **changes: object) -> Case:
     return Case.make(**{**_fields(case), "config": case.config_dict, **changes})
 
 
+def _unfrozen(case: Case) -> Case:
+    """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
+    template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing)."""
+    backends = _backends(case)
+    return _replace(case, frozen_weights=False,
+                    config={**case.config_dict, "max_autotune_gemm_backends": ",".join(dict.fromkeys(["ATEN", *backends]))})
+
+
 def _with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec]) -> Case:
     """The case with input `index` changed, in the first call and (if any) the second."""
     def apply(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
@@ -272,7 +280,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         messages=(r"could not create a primitive descriptor",),
         applies=lambda c: 0 in c.inputs[1].shape and (_frozen_linear(c, HALF) or _frozen_linear(c, ("float32",))
                                                       and bool(c.dynamic or c.mark_dynamic or c.second_call)),
-        untrigger=lambda c: _replace(c, frozen_weights=False),
+        untrigger=_unfrozen,
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
                  "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
                  "product, which cannot build it (hosts with oneDNN bf16/fp16; float32 with dynamic M on any)",
@@ -283,7 +291,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
         signatures=(r"killed:SIGFPE:(mm|addmm)",),
         applies=lambda c: _frozen_linear(c, ("float32",)) and c.inputs[1].shape[-1] == 0 and c.inputs[0].shape[0] > 128,
-        untrigger=lambda c: _replace(c, frozen_weights=False),
+        untrigger=_unfrozen,
         tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
                  "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
         torch_versions=("2.13",),

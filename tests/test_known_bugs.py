@@ -170,6 +170,27 @@ def test_the_repeated_row_product_bug_still_reproduces_and_is_explained() -> Non
     assert FuzzSession().evaluate(repeated_row_product_case("float32")).violations == []
 
 
+def empty_frozen_weight_case(n: int) -> Case:
+    """A float32 frozen weight (33, n) and a second call with another M, CPP alone: the README
+    campaign's finding of the freezing/oneDNN bug."""
+    return Case.make(op="mm", device="cpu", value_mode="large", seed=537, frozen_weights=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "CPP"},
+                     inputs=(TensorSpec((111, 33), (33, 1), 0, "float32"), TensorSpec((33, n), (max(n, 1), 1), 0, "float32")),
+                     second_call=(TensorSpec((24, 33), (33, 1), 1, "float32"), TensorSpec((33, n), (max(n, 1), 1), 0, "float32")))
+
+
+def test_an_empty_frozen_weight_with_cpp_alone_is_the_freezing_bug() -> None:
+    """Unfreezing the weight keeps ATEN in the set: a CPP-only unfrozen mm would be rejected (no
+    template serves it) and confirm nothing, which left this case a new finding."""
+    bug = REGIONS["freezing-half-linear-empty-weight-onednn"]
+    assert bug.applies(empty_frozen_weight_case(0)) and not bug.applies(empty_frozen_weight_case(4))
+    untriggered = bug.untrigger(empty_frozen_weight_case(0))
+    assert not untriggered.frozen_weights and untriggered.config_dict["max_autotune_gemm_backends"] == "ATEN,CPP"
+    if any(torch.__version__.startswith(v) for v in bug.torch_versions):
+        verdict = FuzzSession().evaluate(empty_frozen_weight_case(0))
+        assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
+
+
 def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
     """The ATen CPU _int_mm region (row-major with a short row stride, or column-major with a short
     column stride) against eager on a stride grid: it misses no wrong result."""
