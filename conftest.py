@@ -47,5 +47,7 @@ def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def fuzz_session():  # type: ignore[no-untyped-def]
     from fuzz.session import FuzzSession
+    from oracles.observe import precompile_benchmark_headers
 
+    precompile_benchmark_headers()  # the campaign workers' compile speed-up, for the property tests too
     return FuzzSession()

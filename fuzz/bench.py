@@ -4,11 +4,13 @@ workload, in one run.
 The workload is a list of cases the strategies draw for the machine's device from a fixed seed.
 The naive baseline runs them in order in one plain process, each with a fresh `torch.compile`
 and inductor's caches off (`force_disable_caches`, empty cache directories), applying the same
-oracles (FuzzSession.evaluate), for the budget. The suite then runs the very cases the naive loop
-finished (cases differ widely in cost) through the campaign's isolated workers
+oracles (FuzzSession.evaluate), for the budget; its time ends with the last case that ended within
+it. The suite then runs the very cases the naive loop finished (cases differ widely in cost) through the campaign's isolated workers
 (fuzz.workers.Executor: N per GPU, or N on the CPU), each with its own warm caches (code caches
-only: the caches that skip lowering stay off in both), timed from when its first worker is ready
-to the end of its last case; worker start-up is reported apart."""
+only: the caches that skip lowering stay off in both), timed from when every worker is ready
+to the end of its last case: a campaign overlaps start-up with its budget, so the bench measures
+the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
+and the GPU were (fuzz/utilization.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.timing import INDUCTOR_PHASES
-from fuzz.workers import REPO_ROOT, Executor, usable_cpus, visible_gpu_ids
+from fuzz.utilization import Utilization
+from fuzz.workers import REPO_ROOT, Executor, serialize_verdict, usable_cpus, visible_gpu_ids
 
 WORKLOAD = 1500
 """Cases drawn for a benchmark: more than the naive loop finishes in a few minutes."""
@@ -43,17 +46,36 @@ class Side:
     name: str
     cases: int = 0  # cases that ended within the budget
     seconds: float = 0.0  # the budget: from the first ready worker on
-    startup_s: float = 0.0  # until the first worker was ready
+    startup_s: float = 0.0  # until every worker was ready
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    utilization: str = ""  # how busy the cores and the GPU were while it ran
+    verdicts: dict[int, str] = dataclasses.field(default_factory=dict)  # case index -> verdict_digest
 
     @property
     def per_minute(self) -> float:
         return 60 * self.cases / self.seconds if self.seconds else 0.0
 
-    def add(self, timings: dict[str, float]) -> None:
+    def add(self, index: int, verdict: dict[str, Any]) -> None:
+        """Count case `index`, whose serialized verdict (fuzz.workers.serialize_verdict) is `verdict`."""
         self.cases += 1
-        for phase, seconds in timings.items():
+        self.verdicts[index] = verdict_digest(verdict)
+        for phase, seconds in verdict.get("timings", {}).items():
             self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+
+
+def verdict_digest(verdict: dict[str, Any]) -> str:
+    """What a case was judged: rejected, or its new findings' signatures and the known bugs seen."""
+    if verdict.get("rejected"):
+        return "rejected"
+    found = sorted(v["signature"] for v in verdict.get("violations", []))
+    known = sorted(k["bug"]["name"] for k in verdict.get("known", []))
+    return ", ".join(found + [f"known:{k}" for k in known]) or "pass"
+
+
+def disagreements(naive: Side, side: Side) -> list[str]:
+    """The cases both sides ran whose verdicts differ, one line each."""
+    return [f"case {i}: naive {naive.verdicts[i]!r}, {side.name} {side.verdicts[i]!r}"
+            for i in sorted(side.verdicts) if i in naive.verdicts and naive.verdicts[i] != side.verdicts[i]]
 
 
 def workload(device: str, seed: int, n: int) -> list[dict[str, Any]]:
@@ -85,15 +107,19 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
                "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
                "TRITON_CACHE_DIR": str(Path(scratch) / "triton"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
-        if device == "cuda" and visible_gpu_ids():
-            env["CUDA_VISIBLE_DEVICES"] = visible_gpu_ids()[0]
+        gpu = visible_gpu_ids()[0] if device == "cuda" and visible_gpu_ids() else None
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        busy = Utilization(gpu).start()  # its few seconds of start-up included
         proc = subprocess.run([sys.executable, "-c", f"import fuzz.bench as b; b.naive_main({str(spec)!r})"],
                               env=env, capture_output=True, text=True)
+        busy.stop()
         out = Path(str(spec) + ".out")
         if not out.is_file():
             raise RuntimeError(f"the naive loop failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
         data = json.loads(out.read_text())
-    return Side("naive", data["cases"], data["seconds"], data["startup_s"], data["phases"])
+    verdicts = {int(i): v for i, v in data["verdicts"].items()}
+    return Side("naive", data["cases"], data["seconds"], data["startup_s"], data["phases"], busy.summary(), verdicts)
 
 
 def naive_main(spec_path: str) -> None:
@@ -106,49 +132,62 @@ def naive_main(spec_path: str) -> None:
 
     spec = json.loads(Path(spec_path).read_text())
     session = FuzzSession()
-    side = Side("naive", seconds=spec["budget_s"], startup_s=time.monotonic() - began)
+    side = Side("naive", startup_s=time.monotonic() - began)
     start = time.monotonic()
     with torch._inductor.config.patch(force_disable_caches=True):
-        for case_json in spec["cases"]:
+        for index, case_json in enumerate(spec["cases"]):
+            began = time.monotonic()
             verdict = session.evaluate(Case.from_json(case_json))
             if time.monotonic() - start > spec["budget_s"]:
                 break
-            side.add(verdict.observation.timings)
+            side.add(index, serialize_verdict(verdict, time.monotonic() - began))
+            side.seconds = time.monotonic() - start  # to the end of its last case, as the suite's
     Path(spec_path + ".out").write_text(json.dumps(dataclasses.asdict(side)))
 
 
 def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device: str,
               log: Callable[[str], None]) -> Side:
     """The campaign engine's workers, `workers` of them per GPU (or on the CPU), fed the list in order
-    until it is done or the budget is spent; its time runs from the first ready worker to the end of
-    the last case (the budget when not every case ended within it)."""
+    until it is done or the budget is spent; its time runs from when every worker is ready to the
+    end of the last case (the budget when not every case ended within it)."""
     gpus = visible_gpu_ids() if device == "cuda" else []
     plan = [gpus[i % len(gpus)] for i in range(workers * len(gpus))] if gpus else [""] * workers
     threads = max(1, usable_cpus() // len(plan))
-    side, todo, lock = Side(f"suite x{workers}", seconds=budget_s), queue.Queue[dict[str, Any]](), threading.Lock()
-    for case in cases:
-        todo.put(case)
-    began, start, last = time.monotonic(), [0.0], [0.0]
+    side, lock = Side(f"suite x{workers}", seconds=budget_s), threading.Lock()
+    todo = queue.Queue[tuple[int, dict[str, Any]]]()
+    for index, case in enumerate(cases):
+        todo.put((index, case))
+    began, start, last, errors = time.monotonic(), [0.0], [0.0], list[str]()
+    busy = Utilization(gpus[0] if len(gpus) == 1 else None)
+
+    def all_ready() -> None:
+        start[0] = time.monotonic()
+        side.startup_s = start[0] - began
+        busy.start()
+
+    ready = threading.Barrier(len(plan), action=all_ready)
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-bench-") as scratch:
         def work(index: int, gpu: str) -> None:
             executor = Executor(index, log_dir=Path(scratch) / "logs", gpu=gpu, cache_dir=Path(scratch) / f"w{index}",
                                 compile_threads=threads)
             try:
                 executor.start()
-                with lock:
-                    if not start[0]:
-                        start[0] = time.monotonic()
-                        side.startup_s = start[0] - began
+                ready.wait()
                 while time.monotonic() - start[0] < budget_s:
                     try:
-                        case = todo.get_nowait()
+                        index, case = todo.get_nowait()
                     except queue.Empty:
                         return
                     outcome = executor.run(case)
                     with lock:
                         if time.monotonic() - start[0] <= budget_s and outcome.verdict is not None:
-                            side.add(outcome.verdict.get("timings", {}))
+                            side.add(index, outcome.verdict)
                             last[0] = time.monotonic()
+            except threading.BrokenBarrierError:
+                return
+            except Exception as e:  # noqa: BLE001 - reported once every thread has ended
+                errors.append(f"worker {index}: {e}")
+                ready.abort()
             finally:
                 executor.stop()
 
@@ -157,10 +196,13 @@ def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device
             t.start()
         for t in pool:
             t.join()
+    if errors:
+        raise RuntimeError(f"{side.name} could not run: {errors[0]}")
+    side.utilization = busy.stop().summary()
     if side.cases == len(cases):
         side.seconds = last[0] - start[0]
     log(f"{side.name}: {side.cases} of {len(cases)} cases in {side.seconds:.0f}s ({side.per_minute:.1f}/min), "
-        f"start-up {side.startup_s:.0f}s")
+        f"start-up {side.startup_s:.0f}s; {side.utilization}")
     return side
 
 
@@ -179,7 +221,8 @@ def bench(budget_s: float, workers: list[int], device: str, seed: int, log: Call
     cases = workload(device, seed, WORKLOAD)
     log(f"workload: {len(cases)} cases drawn on {device} from seed {seed}; budget {budget_s:g}s for the naive loop")
     naive = run_naive(cases, budget_s, device)
-    log(f"naive: {naive.cases} cases in {naive.seconds:.0f}s ({naive.per_minute:.1f}/min), start-up {naive.startup_s:.0f}s")
+    log(f"naive: {naive.cases} cases in {naive.seconds:.0f}s ({naive.per_minute:.1f}/min), start-up {naive.startup_s:.0f}s; "
+        f"{naive.utilization}")
     return [naive] + [run_suite(cases[:naive.cases], SUITE_CAP * budget_s, n, device, log) for n in workers]
 
 
@@ -187,5 +230,8 @@ def summary(sides: list[Side]) -> str:
     naive, best = sides[0], max(sides[1:], key=lambda s: s.per_minute)
     curve = ", ".join(f"{s.name.split()[-1]}: {s.per_minute:.1f}/min" for s in sides[1:])
     ratio = best.per_minute / naive.per_minute if naive.per_minute else float("inf")
-    return (f"workers per device: {curve}\n\n{breakdown(sides)}\n\n"
+    agreement = "\n".join(f"verdicts of {s.name}: {n - len(d)} of {n} cases as the naive loop judged them"
+                          + "".join(f"\n  {line}" for line in d)
+                          for s in sides[1:] for d, n in [(disagreements(naive, s), len(naive.verdicts.keys() & s.verdicts))])
+    return (f"workers per device: {curve}\n\n{breakdown(sides)}\n\n{agreement}\n\n"
             f"speedup: {ratio:.1f}x over naive (cases/min {best.per_minute:.1f} vs {naive.per_minute:.1f}, {best.name})")

@@ -6,11 +6,11 @@ import dataclasses
 import re
 import time
 
+from fuzz.catalogue_cache import shared_catalogue
 from fuzz.harness import HashLedger, run_case
 from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates
 from oracles import check_all
 from oracles.model import Observation, Violation
-from oracles.observe import template_catalogue
 from oracles.src_hash import is_triton
 from oracles.templates import unservable
 from strategies.case import Case
@@ -39,9 +39,10 @@ class FuzzSession:
 
     @property
     def catalogue(self) -> dict[str, dict[str, str | None]]:
-        """Inductor's Triton templates as a fresh process sees them (computed once per worker)."""
+        """Inductor's Triton templates as a fresh process sees them (read once per worker, or once
+        per machine where workers share it: fuzz/catalogue_cache.py)."""
         if self._catalogue is None:
-            self._catalogue = template_catalogue()
+            self._catalogue = shared_catalogue()
         return self._catalogue
 
     def _observe(self, case: Case) -> tuple[Observation, list[Violation]]:

@@ -41,6 +41,31 @@ LOWERING_SKIPPING_CACHES = {
 """Caches that let a compile skip lowering (and so record nothing); code caches stay on."""
 
 
+def precompile_benchmark_headers() -> bool:
+    """Compile the CPP GEMM choices' autotune benchmark modules with inductor's precompiled
+    `cpp_prefix.h` (its output-code kernels already use it; a benchmark module, compiled through
+    the base `CppCodeCache`, parses the header from scratch: 7-8 s instead of 3-4 s per choice on
+    2 cores). Same source, flags and header, so the same code and the same compiler errors; only
+    the parse is cached. A speed-up for the suite's workers, never applied by the naive baseline;
+    False (nothing changed) where this torch lacks the hook."""
+    from torch._inductor import codecache
+
+    base = codecache.CppCodeCache
+    prefix = getattr(codecache, "_get_cpp_prefix_header", None)
+    original = base.__dict__.get("_get_uncompiled_header")
+    if prefix is None or not isinstance(original, classmethod):
+        return False
+    if getattr(original.__func__, "mm_fuzz_prefix_header", False):
+        return True
+
+    def uncompiled_header(cls: type, device: str) -> str | None:
+        return prefix(device) if cls is base else original.__func__(cls, device)
+
+    uncompiled_header.mm_fuzz_prefix_header = True  # type: ignore[attr-defined]
+    base._get_uncompiled_header = classmethod(uncompiled_header)  # type: ignore[method-assign,assignment]
+    return True
+
+
 NO_VALID_CHOICES = {"No choices exist": "no-choices", "All choices failed to compile": "all-failed-to-compile"}
 """NoValidChoicesError's reasons (select_algorithm.py); a bare one means every benchmark failed."""
 

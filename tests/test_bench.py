@@ -1,5 +1,6 @@
 """The benchmark's bookkeeping, with stand-in workers: every side gets the very cases the naive
-loop finished, a side's time ends with its last case, and the last line states the ratio."""
+loop finished, a side's time ends with its last case, verdicts that differ from the naive loop's
+are listed, and the last line states the ratio."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class SlowExecutor:
     def run(self, case: dict[str, Any]) -> Outcome:
         time.sleep(0.2)
         SlowExecutor.ran.append(case["n"])
-        return Outcome(verdict={"timings": {"oracles": 0.2}})
+        found = [{"signature": "tolerance:mm:float16"}] if case["n"] == 4 else []  # the naive loop passed it
+        return Outcome(verdict={"timings": {"oracles": 0.2}, "violations": found, "known": [], "rejected": case["n"] == 5})
 
     def stop(self) -> None:
         pass
@@ -35,15 +37,19 @@ class SlowExecutor:
 def test_every_side_runs_the_naive_sides_cases_and_its_time_ends_with_the_last(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "workload", lambda device, seed, n: [{"n": i} for i in range(100)])
-    monkeypatch.setattr(bench, "run_naive", lambda cases, budget_s, device: bench.Side("naive", 6, budget_s, 1.0,
-                                                                                        {"oracles": 6.0}))
+    naive_verdicts = {i: "rejected" if i == 5 else "pass" for i in range(6)}
+    monkeypatch.setattr(bench, "run_naive", lambda cases, budget_s, device: bench.Side(
+        "naive", 6, budget_s, 1.0, {"oracles": 6.0}, verdicts=naive_verdicts))
     monkeypatch.setattr(bench, "Executor", SlowExecutor)
     SlowExecutor.ran = []
     naive, one, two = bench.bench(60.0, [1, 2], "cpu", 0, print)
     assert sorted(SlowExecutor.ran) == sorted([*range(6), *range(6)])  # the naive side's six cases, twice
     assert (one.cases, two.cases) == (6, 6) and 1.1 < one.seconds < 3 and 0.5 < two.seconds < one.seconds
     assert one.per_minute > naive.per_minute * 10  # 60 s of naive budget against about 1.2 s
-    line = bench.summary([naive, one, two]).splitlines()[-1]
+    text = bench.summary([naive, one, two])
+    assert "verdicts of suite x1: 5 of 6 cases as the naive loop judged them\n  case 4: naive 'pass', suite x1 " \
+           "'tolerance:mm:float16'" in text
+    line = text.splitlines()[-1]
     assert line.startswith("speedup: ") and line.endswith(f"(cases/min {two.per_minute:.1f} vs 6.0, suite x2)")
 
 

@@ -1,0 +1,125 @@
+"""The campaign engine's speed-ups keep what the oracles see: workers share one template
+catalogue per installed inductor (recomputed when it changes or the stored copy is unreadable),
+CPP benchmark modules compile with the precompiled header and still fail on broken C++, and the
+bench's utilization sampler sees a busy core."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from fuzz import catalogue_cache
+from fuzz.session import FuzzSession
+from fuzz.utilization import Utilization
+from oracles import observe
+from strategies.case import Case, TensorSpec
+
+CATALOGUE = {"triton::mm": {"src_hash": "a" * 64, "source_sha256": "a" * 64}}
+
+
+def counting_catalogue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
+    reads: list[int] = []
+    monkeypatch.setenv(catalogue_cache.CATALOGUE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(observe, "template_catalogue", lambda: reads.append(1) or CATALOGUE)
+    return reads
+
+
+def test_workers_share_one_catalogue_per_installed_inductor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    reads = counting_catalogue(monkeypatch, tmp_path)
+    assert catalogue_cache.shared_catalogue() == CATALOGUE
+    assert catalogue_cache.shared_catalogue() == CATALOGUE and len(reads) == 1  # the second worker loads it
+    monkeypatch.setattr(catalogue_cache, "inductor_fingerprint", lambda: "edited-inductor")
+    assert catalogue_cache.shared_catalogue() == CATALOGUE and len(reads) == 2  # another inductor: read again
+
+
+def test_an_unreadable_stored_catalogue_is_read_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    reads = counting_catalogue(monkeypatch, tmp_path)
+    stored = tmp_path / f"catalogue-{catalogue_cache.inductor_fingerprint()}.json"
+    stored.write_text('{"triton::mm": ')  # a worker killed mid-write by hand, say
+    assert catalogue_cache.shared_catalogue() == CATALOGUE and len(reads) == 1
+    assert json.loads(stored.read_text()) == CATALOGUE
+
+
+def test_without_the_shared_directory_each_process_reads_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(catalogue_cache.CATALOGUE_DIR_ENV, raising=False)
+    reads: list[int] = []
+    monkeypatch.setattr(observe, "template_catalogue", lambda: reads.append(1) or CATALOGUE)
+    catalogue_cache.shared_catalogue(), catalogue_cache.shared_catalogue()
+    assert len(reads) == 2
+
+
+def test_the_fingerprint_follows_the_installed_inductor_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = catalogue_cache.inductor_fingerprint()
+    assert first == catalogue_cache.inductor_fingerprint()
+    monkeypatch.setattr(torch, "__version__", "9.9.9")
+    assert catalogue_cache.inductor_fingerprint() != first
+
+
+def frozen_cpp_mm() -> Case:
+    spec = TensorSpec((16, 32), (32, 1), 0, "float32"), TensorSpec((32, 8), (8, 1), 0, "float32")
+    return Case.make(op="mm", inputs=spec, device="cpu", seed=3, value_mode="exact_int", frozen_weights=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"})
+
+
+def compile_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from torch._inductor import cpp_builder
+
+    commands: list[str] = []
+    real = cpp_builder._run_compile_cmd
+    monkeypatch.setattr(cpp_builder, "_run_compile_cmd", lambda cmd, cwd: commands.append(cmd) or real(cmd, cwd))
+    return commands
+
+
+def test_cpp_benchmark_modules_compile_with_the_precompiled_header(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    from torch._inductor import codecache
+
+    monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
+                        codecache.CppCodeCache.__dict__["_get_uncompiled_header"])  # undone after the test
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # compile everything afresh
+    monkeypatch.setattr(codecache.CppCodeCache, "cache", {})
+    assert observe.precompile_benchmark_headers() and observe.precompile_benchmark_headers()  # idempotent
+    assert codecache.CppCodeCache._get_uncompiled_header("cpu") == "torch/csrc/inductor/cpp_prefix.h"
+    assert codecache.CppPythonBindingsCodeCache._get_uncompiled_header("cpu") == "torch/csrc/inductor/cpp_prefix.h"
+    assert codecache.CppWrapperCodeCache._get_uncompiled_header("cpu") != "torch/csrc/inductor/cpp_prefix.h"
+    commands = compile_commands(monkeypatch)
+    verdict = FuzzSession().evaluate(frozen_cpp_mm())
+    assert not verdict.rejected and verdict.violations == []
+    assert any("Cpp" in c.template_class for c in verdict.observation.choices), verdict.observation.choices
+    benchmark_modules = [c for c in commands if c.split()[1].endswith(".main.cpp")
+                         and "PyInit_" not in Path(c.split()[1]).read_text()]
+    assert benchmark_modules and all("precompiled_headers" in c for c in benchmark_modules), benchmark_modules
+
+
+def test_a_cpp_choice_whose_code_does_not_compile_is_still_dropped_with_the_header(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from torch._inductor import autotune_process, codecache
+
+    monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
+                        codecache.CppCodeCache.__dict__["_get_uncompiled_header"])
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(codecache.CppCodeCache, "cache", {})
+    observe.precompile_benchmark_headers()
+    real = autotune_process.CppBenchmarkRequest.__init__
+
+    def broken(self: autotune_process.CppBenchmarkRequest, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)
+        self.source_code += "\nint broken_on_purpose = undeclared_name;\n"
+
+    monkeypatch.setattr(autotune_process.CppBenchmarkRequest, "__init__", broken)
+    found = {v.signature for v in FuzzSession().evaluate(frozen_cpp_mm()).violations}
+    assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s in found), found
+
+
+def test_the_sampler_sees_a_busy_core() -> None:
+    busy = Utilization().start()
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        pass
+    busy.stop()
+    assert busy.cpu_percent is not None and busy.cpu_percent > 100 / len(busy.cpus) / 2, busy.summary()
+    assert busy.summary().startswith("cores busy ")
