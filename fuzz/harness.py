@@ -107,8 +107,7 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
         try:
             with timings.phase("eager and reference"):
                 inputs = [materialize(case, specs) for specs in _calls(case)]
-                where = _reference_device(inputs)
-                wide = [[t.detach().to(where, torch.float64) for t in call] for call in inputs]  # before eager may mutate them
+                wide = [[t.detach().double() for t in call] for call in inputs]  # before eager may mutate them
                 for call in inputs:
                     eager.add(programs.run(case, call), programs.split_inputs(case, call)[0])
         except Exception as e:  # noqa: BLE001 - the op rejects the case: recorded, not a finding
@@ -130,22 +129,9 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     return obs
 
 
-SMALL_REFERENCE_ELEMENTS = 1 << 17
-"""Inputs up to this many elements in all (a float64 product of at most about (2^17)^1.5 = 2^25.5
-multiply-adds, tens of milliseconds on one core) get their reference on the CPU: on a GPU that
-several workers share, each of the reference's small kernels waits its turn behind the others'."""
-
-
-def _reference_device(calls: list[list[torch.Tensor]]) -> torch.device:
-    """Where the float64 reference runs: the CPU for small cases, else the case's device."""
-    device = calls[0][0].device if calls and calls[0] else torch.device("cpu")
-    elements = max(sum(t.numel() for t in call) for call in calls) if calls else 0
-    return torch.device("cpu") if elements <= SMALL_REFERENCE_ELEMENTS else device
-
-
 class _References:
-    """float64 results and bounds of every call, per kernel model (computed once per model, where
-    `_reference_device` put the inputs; handed to the oracles on the CPU)."""
+    """float64 results and bounds of every call, per kernel model (computed once per model, on the
+    case's device; handed to the oracles on the CPU)."""
 
     def __init__(self, case: Case, wide: list[list[torch.Tensor]], timings: Timings) -> None:
         self.case, self.wide, self.timings = case, wide, timings
