@@ -26,6 +26,8 @@ from typing import Any
 from fuzz.catalogue_cache import CATALOGUE_DIR_ENV
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+GPU_LOCK_ENV = "MM_FUZZ_GPU_BENCHMARK_LOCK"
+"""The lock file the workers of one GPU time kernels under (oracles.observe.serialize_gpu_benchmarks)."""
 POISONED_CONTEXT = ("illegal memory access", "device-side assert", "unspecified launch failure",
                     "illegal instruction", "misaligned address", "CUDA error: an illegal")
 """Messages after which a CUDA context is unusable: the worker is replaced after reporting."""
@@ -174,6 +176,7 @@ class Executor:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.compile_threads)
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
+            env[GPU_LOCK_ENV] = str(caches.parent / f"gpu{self.gpu}.benchmark.lock")
         if self.coverage_dir is not None:
             env["MM_FUZZ_COVERAGE_DIR"] = str(self.coverage_dir)
         return env
@@ -317,13 +320,19 @@ def worker_main(read_fd: int, write_fd: int) -> None:
 def _warm_up(session: Any, device: str) -> None:
     """Pay inductor's first-use costs before the first case's timeout starts: one trivial compile
     on the worker's device (Triton's import and CUDA context; on the CPU, the precompiled header),
-    on a GPU the shared template catalogue, and the precompiled header for CPP benchmark modules
-    (oracles.observe.precompile_benchmark_headers: the suite's only compile speed-up hook)."""
+    on a GPU the shared template catalogue. Install the compile speed-up and, on a GPU shared with
+    other workers, the benchmark lock and this worker's share of the cores for tensor work (on the
+    CPU the thread count stays inductor's: it shapes the CPP GEMM code)."""
     import torch
 
-    from oracles.observe import precompile_benchmark_headers
+    from oracles.observe import precompile_benchmark_headers, serialize_gpu_benchmarks
 
     precompile_benchmark_headers()
+    if device == "cuda":
+        if os.environ.get(GPU_LOCK_ENV):
+            serialize_gpu_benchmarks(os.environ[GPU_LOCK_ENV])
+        if os.environ.get("TORCHINDUCTOR_COMPILE_THREADS"):
+            torch.set_num_threads(int(os.environ["TORCHINDUCTOR_COMPILE_THREADS"]))
     torch.compile(lambda x: x + 1)(torch.ones(2, device=device))
     torch._dynamo.reset()
     if device == "cuda":

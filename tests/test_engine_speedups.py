@@ -123,3 +123,44 @@ def test_the_sampler_sees_a_busy_core() -> None:
     busy.stop()
     assert busy.cpu_percent is not None and busy.cpu_percent > 100 / len(busy.cpus) / 2, busy.summary()
     assert busy.summary().startswith("cores busy ")
+
+
+class FakeTimer:
+    """Stands in for inductor's benchmarker: records, while it times, whether another process could
+    take the lock (it must not), and calls itself once nested (the lock must stay held)."""
+
+    def __init__(self, lock_path: Path) -> None:
+        self.lock_path, self.free_while_timing = lock_path, []
+
+    def _other_worker_can_lock(self) -> bool:
+        import fcntl
+
+        with open(self.lock_path, "a") as other:  # another open file description, as another process has
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return True
+
+    def benchmark_gpu(self, nested: bool = False) -> float:
+        if nested:
+            self.benchmark_gpu_with_cuda_graph()
+        self.free_while_timing.append(self._other_worker_can_lock())
+        return 1.0
+
+    def benchmark_gpu_with_cuda_graph(self) -> float:
+        self.free_while_timing.append(self._other_worker_can_lock())
+        return 1.0
+
+
+def test_workers_of_one_gpu_time_kernels_one_at_a_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from torch._inductor.runtime import benchmarking
+
+    lock = tmp_path / "gpu0.benchmark.lock"
+    timer = FakeTimer(lock)
+    monkeypatch.setattr(benchmarking, "benchmarker", timer)
+    assert observe.serialize_gpu_benchmarks(str(lock)) and observe.serialize_gpu_benchmarks(str(lock))
+    assert timer.benchmark_gpu() == 1.0 and timer.benchmark_gpu(nested=True) == 1.0
+    assert timer.free_while_timing == [False, False, False]  # held throughout, the nested call too
+    assert timer._other_worker_can_lock()  # and released after
