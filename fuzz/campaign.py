@@ -49,16 +49,22 @@ class CampaignOptions:
     progress: str = "auto"  # auto | tty | plain | none
 
 
-WORKERS_PER_GPU = 8
-"""Workers sharing one GPU by default: the best of `python -m fuzz bench --workers 4,8` on an H200
-with 16 cores (120.5 and 128.4 cases/min, naive 45.8; see README "Performance"). Benchmarking only picks
-autotuning's winner: every oracle sees the same choices however many workers share the GPU."""
+WORKERS_PER_CORE_OF_A_GPU = 0.75
+"""Workers sharing one GPU per core that GPU's share of the machine has, at most 12: on an H200
+with 16 cores, `python -m fuzz bench --workers 8,12,16` ran 81, 92 and 89 cases/min, and
+`--workers 8,12` 132 and 294 in a later run (naive 28 and 38; see README "Performance").
+Benchmarking only picks autotuning's winner, and the workers of one GPU time kernels one at a
+time (oracles.observe.serialize_gpu_benchmarks): every oracle sees the same choices."""
 
 
 def default_workers(device: str) -> int:
-    """Workers per GPU on CUDA; on the CPU one per core, at most 8 (measured on 2 cores: two workers
-    ran the bench's cases 1.7x faster than one with both cores for its compiles)."""
-    return WORKERS_PER_GPU if device == "cuda" else max(1, min(8, usable_cpus()))
+    """Workers per GPU on CUDA (0.75 per core of the GPU's share, at most 12; 12 with 16 cores);
+    on the CPU one per core, at most 8 (measured on 2 cores: two workers ran the bench's cases
+    1.7x faster than one with both cores for its compiles)."""
+    if device == "cuda":
+        share = usable_cpus() // max(1, len(visible_gpu_ids()))
+        return max(1, min(12, int(share * WORKERS_PER_CORE_OF_A_GPU)))
+    return max(1, min(8, usable_cpus()))
 
 
 def plan_workers(opts: CampaignOptions) -> list[str | None]:

@@ -82,7 +82,7 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
     run = sub.add_parser("run", help="run (or resume) a campaign", description=(
-        "Generate cases with Hypothesis and run each in an isolated worker process (8 per GPU, or N on a CPU "
+        "Generate cases with Hypothesis and run each in an isolated worker process (up to 12 per GPU, or N on a CPU "
         "machine) until the time budget is spent. Findings are written to OUT/findings the moment they are found "
         "(deduplicated by violation signature, with counts), shrunk, exported as standalone repros to OUT/repros "
         "and summarized in OUT/report.{json,xml,md,html}. Running again with the same OUT resumes the campaign. "

@@ -3,7 +3,7 @@
 Processes (all started with a clean `python`, none forked from a process that imported torch):
 
     coordinator (Coordinator)          one per host: findings, shared store, progress, samples
-      driver i (rounds.driver_main)    8 per GPU (or N on a CPU machine): Hypothesis, shrinking
+      driver i (rounds.driver_main)    up to 12 per GPU (or N on a CPU machine): Hypothesis, shrinking
         worker i (workers.worker_main) torch + inductor: evaluates one case at a time, isolated
 
 Every sighting a driver reports goes into the output directory's findings store at once (and to
