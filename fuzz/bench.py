@@ -5,10 +5,10 @@ The workload is a list of cases the strategies draw for the machine's device fro
 The naive baseline runs them in order in one plain process, each with a fresh `torch.compile`
 and inductor's caches off (`force_disable_caches`, empty cache directories), applying the same
 oracles (FuzzSession.evaluate), for the budget; its time ends with the last case that ended within
-it. The suite then runs the very cases the naive loop finished (cases differ widely in cost) through the campaign's isolated workers
-(fuzz.workers.Executor: N per GPU, or N on the CPU), each with its own warm caches (code caches
-only: the caches that skip lowering stay off in both), timed from when every worker is ready
-to the end of its last case: a campaign overlaps start-up with its budget, so the bench measures
+it. The suite then runs the very cases the naive loop finished (cases differ widely in cost)
+through the campaign's isolated workers (fuzz.workers.Executor: N per GPU, or N on the CPU), each
+with its own warm caches (code caches only: the caches that skip lowering stay off in both),
+timed from when every worker is ready to the end of its last case: a campaign overlaps start-up with its budget, so the bench measures
 the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
 and the GPU were (fuzz/utilization.py)."""
 
@@ -45,7 +45,7 @@ class Side:
 
     name: str
     cases: int = 0  # cases that ended within the budget
-    seconds: float = 0.0  # the budget: from the first ready worker on
+    seconds: float = 0.0  # to the end of its last case (from when every worker was ready), else the budget
     startup_s: float = 0.0  # until every worker was ready
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
     utilization: str = ""  # how busy the cores and the GPU were while it ran
@@ -136,11 +136,11 @@ def naive_main(spec_path: str) -> None:
     start = time.monotonic()
     with torch._inductor.config.patch(force_disable_caches=True):
         for index, case_json in enumerate(spec["cases"]):
-            began = time.monotonic()
+            case_began = time.monotonic()
             verdict = session.evaluate(Case.from_json(case_json))
             if time.monotonic() - start > spec["budget_s"]:
                 break
-            side.add(index, serialize_verdict(verdict, time.monotonic() - began))
+            side.add(index, serialize_verdict(verdict, time.monotonic() - case_began))
             side.seconds = time.monotonic() - start  # to the end of its last case, as the suite's
     Path(spec_path + ".out").write_text(json.dumps(dataclasses.asdict(side)))
 
@@ -175,13 +175,13 @@ def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device
                 ready.wait()
                 while time.monotonic() - start[0] < budget_s:
                     try:
-                        index, case = todo.get_nowait()
+                        n, case = todo.get_nowait()
                     except queue.Empty:
                         return
                     outcome = executor.run(case)
                     with lock:
                         if time.monotonic() - start[0] <= budget_s and outcome.verdict is not None:
-                            side.add(index, outcome.verdict)
+                            side.add(n, outcome.verdict)
                             last[0] = time.monotonic()
             except threading.BrokenBarrierError:
                 return
