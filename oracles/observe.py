@@ -83,6 +83,7 @@ def serialize_gpu_benchmarks(lock_path: str) -> bool:
         return False
     if getattr(timer.benchmark_gpu, "mm_fuzz_locked", False):
         return True
+    os.makedirs(os.path.dirname(os.path.abspath(lock_path)), exist_ok=True)
     handle = open(lock_path, "a")  # noqa: SIM115 - held for the life of the worker
     depth = threading.local()
 

@@ -157,7 +157,7 @@ class FakeTimer:
 def test_workers_of_one_gpu_time_kernels_one_at_a_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from torch._inductor.runtime import benchmarking
 
-    lock = tmp_path / "gpu0.benchmark.lock"
+    lock = tmp_path / "campaign" / "gpu0.benchmark.lock"  # its directory not made yet, as on a fresh machine
     timer = FakeTimer(lock)
     monkeypatch.setattr(benchmarking, "benchmarker", timer)
     assert observe.serialize_gpu_benchmarks(str(lock)) and observe.serialize_gpu_benchmarks(str(lock))
