@@ -262,6 +262,17 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
+        name="cpp-gemm-frozen-m0-compile-error",
+        oracles=("crash", "numerics", "template_presence"),
+        signatures=CPP_COMPILE_ERROR,
+        messages=(r"division by zero", r"failed to (compile|run)"),
+        applies=lambda c: _frozen_cpp(c) and not (c.dynamic or c.mark_dynamic) and c.inputs[0].shape[-2] == 0,
+        untrigger=without_backend("CPP"),
+        tracking="repros/cpp_gemm_frozen_m0_compile_error.py (not yet filed upstream; found by the README's CPU "
+                 "campaign): with M == 0 the kernel's constexpr Mc_blocks is 0 and num_Mc_blocks divides by it",
+        torch_versions=("2.13",),
+    ),
+    KnownBug(
         name="cpp-gemm-frozen-n0-dynamic-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
         signatures=(r"killed:SIGFPE:(mm|addmm)",),
@@ -309,8 +320,9 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     ),
     KnownBug(
         name="cpp-bmm-epilogue-input-mutation-crash",
-        oracles=("crash",),
-        signatures=(r"crash:AssertionError:ir\.py:indexer",),
+        oracles=("crash", "numerics"),
+        signatures=(r"crash:AssertionError:ir\.py:indexer",
+                    r"choice-crash:\w+@CppTemplateCaller:AssertionError"),  # the CPP choice alone, when ATen won
         applies=lambda c: _cpu_cpp_batched(c) and "mutate_input" in c.consumers and len(c.consumers) > 1,
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_epilogue_input_mutation_crash.py (not yet filed upstream): a CPP bmm "

@@ -39,8 +39,8 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
     RootCause("cpp-template-empty-dims",
               "[inductor][cpu] max-autotune offers CPP GEMM/BMM template choices for M, N or K == 0, which crash "
               "or emit C++ that does not compile",
-              ("cpp-gemm-frozen-k0-crash", "cpp-gemm-frozen-n0-compile-error", "cpp-bmm-empty-dim-crash",
-               "cpp-gemm-frozen-n0-dynamic-sigfpe"),
+              ("cpp-gemm-frozen-k0-crash", "cpp-gemm-frozen-n0-compile-error", "cpp-gemm-frozen-m0-compile-error",
+               "cpp-bmm-empty-dim-crash", "cpp-gemm-frozen-n0-dynamic-sigfpe"),
               "torch/_inductor/kernel/mm.py (tuned_mm, tuned_addmm) and kernel/bmm.py (tuned_bmm) add CPP template "
               "choices without the `is_nonzero` guard every other template gets, and `use_cpp_gemm_template` "
               "(torch/_inductor/utils.py) never checks K == 0"),

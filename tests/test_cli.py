@@ -220,6 +220,10 @@ def verdict(*signatures: str, rejected: bool = False) -> dict[str, object]:
     pytest.param(Outcome(verdict={**verdict(), "known": [{"violation": verdict("tolerance:mm:float32")["violations"][0],
                                                           "bug": {"name": "b", "tracking": "t"}}]}),
                  "STILL FAILS (now a known upstream bug: b)", 0, id="registered-since"),
+    pytest.param(Outcome(verdict={**verdict(), "known": [{"violation": verdict("crash:E:ir.py:f")["violations"][0],
+                                                          "bug": {"name": "b", "tracking": "t"}}]}),
+                 "FAILS DIFFERENTLY, as known upstream bugs only: numerics/crash:E:ir.py:f#known:b", 0,
+                 id="known-bug-only"),
 ])
 def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch, outcome: Outcome, state: str,

@@ -243,3 +243,40 @@ def test_property_tests_never_run_a_case_that_would_kill_their_process() -> None
 
     with pytest.warns(UserWarning, match="freezing-mkl-linear-n0-sigfpe would kill"), pytest.raises(Unsatisfiable):
         check()
+
+
+def empty_rows_case(m: int, backends: str) -> Case:
+    """The README campaign's case: a frozen float32 (214, 255) weight and an input with `m` rows."""
+    return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=293, frozen_weights=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": backends},
+                     inputs=(TensorSpec((m, 214), (214, 1), 0, "float32"), TensorSpec((214, 255), (1, 214), 0, "float32")))
+
+
+def test_the_empty_rows_entry_needs_m_zero_a_frozen_weight_and_cpp() -> None:
+    bug = REGIONS["cpp-gemm-frozen-m0-compile-error"]
+    assert bug.applies(empty_rows_case(0, "CPP")) and bug.applies(empty_rows_case(0, "ATEN,CPP"))
+    assert not bug.applies(empty_rows_case(3, "CPP")) and not bug.applies(empty_rows_case(0, "ATEN"))
+    assert not bug.applies(dataclasses.replace(empty_rows_case(0, "CPP"), frozen_weights=False))
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+@pytest.mark.parametrize(("backends", "signature"), [("CPP", "crash:CalledProcessError:cpp_builder.py:_run_compile_cmd"),
+                                                     ("ATEN,CPP", "dropped:packed_linear@CppTemplateCaller:benchmark")])
+def test_the_empty_rows_bug_still_reproduces_and_is_explained(backends: str, signature: str) -> None:
+    verdict = FuzzSession().evaluate(empty_rows_case(0, backends))
+    assert not verdict.violations, verdict.violations
+    assert [(v.signature, bug.name) for v, bug in verdict.known] == [(signature, "cpp-gemm-frozen-m0-compile-error")]
+
+
+def test_the_epilogue_mutation_entry_explains_the_cpp_choice_compiled_alone() -> None:
+    bug = REGIONS["cpp-bmm-epilogue-input-mutation-crash"]
+    case = Case.make(op="matmul", device="cpu", value_mode="sparse", seed=4125, consumers=("gelu", "mutate_input"),
+                     every_choice=True, config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON,CPP"},
+                     inputs=(TensorSpec((5, 48, 730), (35040, 730, 1), 0, "float16"),
+                             TensorSpec((1, 730, 33), (0, 33, 1), 10, "float16")))
+    alone = Violation("numerics", "crash", "choice-crash:matmul@CppTemplateCaller:AssertionError",
+                      "matmul: compiling with only cpp_CppMicroGemmFP32Vec_48 [] raised AssertionError: ")
+    assert bug.matches(alone, case, "2.13.0") and bug.applies(case)
+    assert not bug.matches(alone, dataclasses.replace(case, consumers=("gelu",)), "2.13.0")
+    assert not bug.matches(dataclasses.replace(alone, signature="choice-crash:matmul@CppTemplateCaller:TypeError"),
+                           case, "2.13.0")
