@@ -107,7 +107,8 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
                "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
                "TRITON_CACHE_DIR": str(Path(scratch) / "triton"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
-        gpu = visible_gpu_ids()[0] if device == "cuda" and visible_gpu_ids() else None
+        gpus = visible_gpu_ids() if device == "cuda" else []
+        gpu = gpus[0] if gpus else None
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         busy = Utilization(gpu).start()  # its few seconds of start-up included

@@ -74,15 +74,23 @@ def compile_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return commands
 
 
+def header_hook_on_fresh_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Install the benchmark-header hook (undone after the test) with inductor's C++ caches empty."""
+    from torch._inductor import codecache
+
+    monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
+                        codecache.CppCodeCache.__dict__["_get_uncompiled_header"])
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # compile everything afresh
+    monkeypatch.setattr(codecache.CppCodeCache, "cache", {})
+    assert observe.precompile_benchmark_headers()
+
+
 def test_cpp_benchmark_modules_compile_with_the_precompiled_header(monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
     from torch._inductor import codecache
 
-    monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
-                        codecache.CppCodeCache.__dict__["_get_uncompiled_header"])  # undone after the test
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # compile everything afresh
-    monkeypatch.setattr(codecache.CppCodeCache, "cache", {})
-    assert observe.precompile_benchmark_headers() and observe.precompile_benchmark_headers()  # idempotent
+    header_hook_on_fresh_caches(monkeypatch, tmp_path)
+    assert observe.precompile_benchmark_headers()  # idempotent
     assert codecache.CppCodeCache._get_uncompiled_header("cpu") == "torch/csrc/inductor/cpp_prefix.h"
     assert codecache.CppPythonBindingsCodeCache._get_uncompiled_header("cpu") == "torch/csrc/inductor/cpp_prefix.h"
     assert codecache.CppWrapperCodeCache._get_uncompiled_header("cpu") != "torch/csrc/inductor/cpp_prefix.h"
@@ -97,13 +105,9 @@ def test_cpp_benchmark_modules_compile_with_the_precompiled_header(monkeypatch: 
 
 def test_a_cpp_choice_whose_code_does_not_compile_is_still_dropped_with_the_header(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from torch._inductor import autotune_process, codecache
+    from torch._inductor import autotune_process
 
-    monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
-                        codecache.CppCodeCache.__dict__["_get_uncompiled_header"])
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(codecache.CppCodeCache, "cache", {})
-    observe.precompile_benchmark_headers()
+    header_hook_on_fresh_caches(monkeypatch, tmp_path)
     real = autotune_process.CppBenchmarkRequest.__init__
 
     def broken(self: autotune_process.CppBenchmarkRequest, *args: object, **kwargs: object) -> None:
