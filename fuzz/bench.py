@@ -7,7 +7,7 @@ and inductor's caches off (`force_disable_caches`, empty cache directories), app
 oracles (FuzzSession.evaluate), for the budget; its time ends with the last case that ended within
 it. The suite then runs the very cases the naive loop finished (cases differ widely in cost)
 through the campaign's isolated workers (fuzz.workers.Executor: N per GPU, or N on the CPU), each
-with its own warm caches (code caches only: the caches that skip lowering stay off in both),
+sharing one warm code cache (the caches that skip lowering stay off in both),
 timed from when every worker is ready to the end of its last case: a campaign overlaps start-up with its budget, so the bench measures
 the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
 and the GPU were (fuzz/utilization.py)."""
@@ -169,7 +169,7 @@ def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device
     ready = threading.Barrier(len(plan), action=all_ready)
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-bench-") as scratch:
         def work(index: int, gpu: str) -> None:
-            executor = Executor(index, log_dir=Path(scratch) / "logs", gpu=gpu, cache_dir=Path(scratch) / f"w{index}",
+            executor = Executor(index, log_dir=Path(scratch) / "logs", gpu=gpu, cache_dir=Path(scratch) / "caches",
                                 compile_threads=threads)
             try:
                 executor.start()

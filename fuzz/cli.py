@@ -110,7 +110,8 @@ def build_parser() -> Parser:
                      help=f"Hypothesis profile ({', '.join(PROFILES)}): examples per round (default: ci when CI "
                           "is set, gpu on a GPU machine, else dev)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="worker processes in all (default: 8 per visible GPU; on a CPU machine one per core, max 8)")
+                     help="worker processes in all (default per visible GPU: 0.75 per core of its share of the "
+                          "cores, at most 12; on a CPU machine one per core, max 8)")
     run.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
                      help="a case running longer is a hang: its worker is killed and restarted (default 5m)")
     run.add_argument("--shrink-time", type=duration, default=None, metavar="DURATION",

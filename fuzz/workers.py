@@ -3,7 +3,7 @@ a hang can take down without taking the campaign with it.
 
 `Executor` (used by the process that drives Hypothesis) starts a worker with its own
 `CUDA_VISIBLE_DEVICES`, `TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR` set before Python starts
-(so before torch is imported), sends it one case at a time, and waits at most the per-case
+(so before torch is imported; the code caches are the machine's, shared by its workers), sends it one case at a time, and waits at most the per-case
 timeout. A worker that dies (signal, exit) or hangs is killed, its last words (the faulthandler
 dump in its log) are kept, and the next case starts a fresh one. `worker_main` is the worker side.
 """
@@ -154,7 +154,7 @@ class Executor:
                  start_timeout_s: float = 600.0, coverage_dir: Path | None = None, cache_dir: Path | None = None,
                  compile_threads: int | None = None) -> None:
         self.index, self.gpu = index, gpu
-        self.cache_dir = cache_dir or cache_root() / f"w{index}"
+        self.cache_dir = cache_dir or cache_root()
         self.compile_threads = compile_threads
         self.log_dir = Path(log_dir)
         self.case_timeout_s, self.start_timeout_s = case_timeout_s, start_timeout_s
@@ -169,14 +169,18 @@ class Executor:
         return max(0, self.starts - 1)
 
     def env(self) -> dict[str, str]:
+        # One code cache for all the workers of a machine: inductor's and Triton's caches are keyed by the
+        # kernel's source and compile command and locked per key (the way inductor shares them between all
+        # of a user's processes by default), so a kernel one worker compiled is loaded, not rebuilt, by the
+        # others; the caches that skip lowering or selection stay off (oracles.observe.LOWERING_SKIPPING_CACHES).
         caches = self.cache_dir
         env = {"TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton"),
-               CATALOGUE_DIR_ENV: str(caches.parent / "catalogues"), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
+               CATALOGUE_DIR_ENV: str(caches / "catalogues"), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
         if self.compile_threads is not None:  # workers sharing a machine split its cores for kernel compiles
             env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.compile_threads)
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
-            env[GPU_LOCK_ENV] = str(caches.parent / f"gpu{self.gpu}.benchmark.lock")
+            env[GPU_LOCK_ENV] = str(caches / f"gpu{self.gpu}.benchmark.lock")
         if self.coverage_dir is not None:
             env["MM_FUZZ_COVERAGE_DIR"] = str(self.coverage_dir)
         return env

@@ -1,5 +1,6 @@
 """The campaign engine's speed-ups keep what the oracles see: workers share one template
-catalogue per installed inductor (recomputed when it changes or the stored copy is unreadable),
+catalogue per installed inductor (recomputed when it changes or the stored copy is unreadable)
+and one code cache per machine,
 CPP benchmark modules compile with the precompiled header and still fail on broken C++, and the
 bench's utilization sampler sees a busy core."""
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzz import catalogue_cache
+from fuzz import catalogue_cache, workers
 from fuzz.session import FuzzSession
 from fuzz.utilization import Utilization
 from oracles import observe
@@ -117,6 +118,27 @@ def test_a_cpp_choice_whose_code_does_not_compile_is_still_dropped_with_the_head
     monkeypatch.setattr(autotune_process.CppBenchmarkRequest, "__init__", broken)
     found = {v.signature for v in FuzzSession().evaluate(frozen_cpp_mm()).violations}
     assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s in found), found
+
+
+def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Workers of one machine share its code cache: the second worker compiles nothing new for the
+    case the first ran (inductor keys compiled kernels by source and command), and judges it alike."""
+    monkeypatch.setattr(workers, "cache_root", lambda: tmp_path / "caches")
+    spec = TensorSpec((16, 32), (32, 1), 0, "float32"), TensorSpec((32, 8), (8, 1), 0, "float32")
+    case = Case.make(op="mm", inputs=spec, device="cpu", seed=3, value_mode="exact_int", consumers=("sum_rows",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"}).to_json()
+    kernels, verdicts = [], []
+    for index in (0, 1):
+        executor = workers.Executor(index, log_dir=tmp_path / "logs")
+        try:
+            verdict = executor.run(case).verdict
+        finally:
+            executor.stop()
+        assert verdict is not None and not verdict.get("rejected"), verdict
+        verdicts.append(([v["signature"] for v in verdict["violations"]], verdict["known"]))
+        kernels.append(sorted(p.name for p in (tmp_path / "caches").rglob("*.so")))
+    assert kernels[0] and kernels[1] == kernels[0]  # the sum's C++ kernel (and the warm-up's) compiled once
+    assert verdicts[1] == verdicts[0] == ([], [])
 
 
 def test_the_sampler_sees_a_busy_core() -> None:
