@@ -206,6 +206,20 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(
+        name="mm-epilogue-zero-scalar-nonfinite",
+        oracles=("numerics",),
+        signatures=(r"nonfinite:(addmm|baddbmm):\w+(@.+)?",),
+        applies=lambda c: (c.device == "cuda" and c.op in ("addmm", "baddbmm")
+                           and 0.0 in (c.params_dict.get("alpha"), c.params_dict.get("beta"))),
+        untrigger=lambda c: _replace(c, params={k: 1.0 if k in ("alpha", "beta") and v == 0.0 else v
+                                                for k, v in c.params_dict.items()}),
+        tracking="repros/mm_epilogue_zero_scalar_nonfinite.py (not yet filed for max-autotune; the same fault in "
+                 "inductor's addmm decomposition: https://github.com/pytorch/pytorch/issues/196596): the autotuned "
+                 "addmm/baddbmm epilogue computes alpha * (a @ b) + beta * input, so a zero scalar's term still "
+                 "turns inf/NaN into NaN where eager ignores it",
+        torch_versions=("2.11",),
+    ),
+    KnownBug(
         name="aten-int-mm-expanded-operand",
         oracles=("numerics",),
         signatures=(r"exact-mismatch:int_mm:int32(@aten::_int_mm)?",),

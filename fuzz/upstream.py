@@ -81,6 +81,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch.baddbmm on CPU in bf16/fp16 with alpha=0 (and beta=0) returns uninitialized memory",
               ("aten-cpu-baddbmm-zero-alpha-uninitialized",),
               "ATen's CPU baddbmm for reduced-precision dtypes (aten/src/ATen/native/LinearAlgebra.cpp)"),
+    RootCause("mm-epilogue-zero-scalar",
+              "[inductor][cuda] max-autotune addmm/baddbmm with alpha=0 or beta=0 propagates inf/NaN from the term "
+              "eager ignores",
+              ("mm-epilogue-zero-scalar-nonfinite",),
+              "torch/_inductor/kernel/mm_common.py: addmm_epilogue multiplies by a zero alpha/beta instead of "
+              "dropping the term (the addmm decomposition has the same fault: pytorch#196596, fix PR #196600 open)"),
     RootCause("triton-mm-small-m-block-k-128",
               "[inductor] Triton mm template config BLOCK_K=128, num_warps=1 computes a wrong fp16 addmm for M=1",
               ("triton-mm-template-small-m-block-k-128",),

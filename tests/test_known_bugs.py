@@ -280,3 +280,25 @@ def test_the_epilogue_mutation_entry_explains_the_cpp_choice_compiled_alone() ->
     assert not bug.matches(alone, dataclasses.replace(case, consumers=("gelu",)), "2.13.0")
     assert not bug.matches(dataclasses.replace(alone, signature="choice-crash:matmul@CppTemplateCaller:TypeError"),
                            case, "2.13.0")
+
+
+def zero_scalar_case(alpha: float, beta: float, device: str = "cuda") -> Case:
+    """The H200 campaign's minimal case: baddbmm with alpha = beta = 0 on inf/NaN-rich fp16 inputs."""
+    return Case.make(op="baddbmm", device=device, value_mode="nonfinite", seed=14975, every_choice=True,
+                     params={"alpha": alpha, "beta": beta},
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"},
+                     inputs=(TensorSpec((1, 128, 4), (512, 4, 1), 16, "float16"),
+                             TensorSpec((1, 4, 2022), (32352, 8088, 2), 0, "float16"),
+                             TensorSpec((1, 128, 2022), (0, 2022, 1), 0, "float16")))
+
+
+def test_the_zero_scalar_entry_needs_cuda_and_a_zero_alpha_or_beta_and_undoes_only_that() -> None:
+    bug = REGIONS["mm-epilogue-zero-scalar-nonfinite"]
+    assert all(bug.applies(zero_scalar_case(a, b)) for a, b in ((0.0, 0.0), (0.0, 0.3), (1.0, 0.0)))
+    assert not bug.applies(zero_scalar_case(0.5, 2.0)) and not bug.applies(zero_scalar_case(0.0, 0.0, "cpu"))
+    assert bug.untrigger(zero_scalar_case(0.0, 0.0)) == zero_scalar_case(1.0, 1.0)
+    assert bug.untrigger(zero_scalar_case(0.0, 0.3)) == zero_scalar_case(1.0, 0.3)
+    found = Violation("numerics", "wrong result", "nonfinite:baddbmm:float16@triton::bmm", "")
+    assert bug.matches(found, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
+    assert not bug.matches(dataclasses.replace(found, signature="exact-mismatch:baddbmm:float16"),
+                           zero_scalar_case(0.0, 0.0), "2.11.0+cu130")  # only inf/NaN where eager is finite
