@@ -96,6 +96,12 @@ def test_inputs_are_checked_before_anything_is_created(capsys: pytest.CaptureFix
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible
     line = fails_with_one_line(capsys, ["run", "--device", "cuda", "--out", str(out)])
     assert "no GPU is visible" in line and not out.exists()
+
+
+def test_an_unreachable_store_is_checked_before_anything_is_created(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    pytest.importorskip("redis", reason="without the redis package the store is refused earlier (tested above)")
+    out = tmp_path / "out"
     unreachable = f"redis://:pw@127.0.0.1:{closed_port()}/0"
     line = fails_with_one_line(capsys, ["run", "--store", unreachable, "--out", str(out)])
     assert "does not answer" in line and "pw" not in line and not out.exists()
