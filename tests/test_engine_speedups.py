@@ -6,7 +6,11 @@ bench's utilization sampler sees a busy core."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -120,25 +124,45 @@ def test_a_cpp_choice_whose_code_does_not_compile_is_still_dropped_with_the_head
     assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s in found), found
 
 
+def kernel(x: torch.Tensor) -> torch.Tensor:
+    return (x * 3).sum(0)
+
+
+KERNEL_IN_A_FRESH_PROCESS = f"""
+import torch
+from torch._inductor import config, cpp_builder
+config.fx_graph_cache = config.cpp_cache_precompile_headers = False
+built = []
+real = cpp_builder._run_compile_cmd
+cpp_builder._run_compile_cmd = lambda cmd, cwd: built.append(cmd) or real(cmd, cwd)
+{inspect.getsource(kernel)}
+torch.compile(kernel)(torch.ones(5, 7))
+print(sum(".main.cpp" in cmd for cmd in built))  # kernel modules (not the ISA check or a header)
+"""
+
+
 def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Workers of one machine share its code cache: the second worker compiles nothing new for the
-    case the first ran (inductor keys compiled kernels by source and command), and judges it alike."""
+    """Workers of one machine share its code cache: they get the same cache directories, and a fresh
+    process with them loads a kernel that another process compiled instead of building it again
+    (inductor keys compiled kernels by source and command, nothing per process)."""
+    from torch._inductor import codecache, config
+
     monkeypatch.setattr(workers, "cache_root", lambda: tmp_path / "caches")
-    spec = TensorSpec((16, 32), (32, 1), 0, "float32"), TensorSpec((32, 8), (8, 1), 0, "float32")
-    case = Case.make(op="mm", inputs=spec, device="cpu", seed=3, value_mode="exact_int", consumers=("sum_rows",),
-                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"}).to_json()
-    kernels, verdicts = [], []
-    for index in (0, 1):
-        executor = workers.Executor(index, log_dir=tmp_path / "logs")
-        try:
-            verdict = executor.run(case).verdict
-        finally:
-            executor.stop()
-        assert verdict is not None and not verdict.get("rejected"), verdict
-        verdicts.append(([v["signature"] for v in verdict["violations"]], verdict["known"]))
-        kernels.append(sorted(p.name for p in (tmp_path / "caches").rglob("*.so")))
-    assert kernels[0] and kernels[1] == kernels[0]  # the sum's C++ kernel (and the warm-up's) compiled once
-    assert verdicts[1] == verdicts[0] == ([], [])
+    envs = [workers.Executor(index, log_dir=tmp_path / "logs").env() for index in (0, 1)]
+    expected = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "caches" / "inductor"),
+                "TRITON_CACHE_DIR": str(tmp_path / "caches" / "triton")}
+    assert [{k: e[k] for k in expected} for e in envs] == [expected, expected]
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", expected["TORCHINDUCTOR_CACHE_DIR"])  # this process: worker 0
+    for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache):
+        monkeypatch.setattr(cache, "cache", {})
+    commands = compile_commands(monkeypatch)
+    torch._dynamo.reset()
+    with config.patch(fx_graph_cache=False, cpp_cache_precompile_headers=False):
+        torch.compile(kernel)(torch.ones(5, 7))
+    assert sum(".main.cpp" in c for c in commands) == 1  # built here
+    other = subprocess.run([sys.executable, "-c", KERNEL_IN_A_FRESH_PROCESS], env={**os.environ, **envs[1]},
+                           check=True, capture_output=True, text=True)
+    assert other.stdout.split()[-1] == "0", other.stdout  # worker 1 built nothing: it loaded worker 0's
 
 
 def test_the_sampler_sees_a_busy_core() -> None:
