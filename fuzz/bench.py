@@ -6,10 +6,10 @@ The naive baseline runs them in order in one plain process, each with a fresh `t
 and inductor's caches off (`force_disable_caches`, empty cache directories), applying the same
 oracles (FuzzSession.evaluate), for the budget; its time ends with the last case that ended within
 it. The suite then runs the very cases the naive loop finished (cases differ widely in cost)
-through the campaign's isolated workers (fuzz.workers.Executor: N per GPU, or N on the CPU), each
-sharing one warm code cache (the caches that skip lowering stay off in both),
-timed from when every worker is ready to the end of its last case: a campaign overlaps start-up with its budget, so the bench measures
-the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
+through the campaign's isolated workers (fuzz.workers.Executor: N per GPU, or N on the CPU), all
+sharing one warm code cache (the caches that skip lowering stay off in both), timed from when
+every worker is ready to the end of its last case: a campaign overlaps start-up with its budget,
+so the bench measures the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
 and the GPU were (fuzz/utilization.py)."""
 
 from __future__ import annotations

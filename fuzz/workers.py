@@ -1,10 +1,10 @@
 """Process isolation: every case runs in a worker process that a crash, a poisoned CUDA context or
 a hang can take down without taking the campaign with it.
 
-`Executor` (used by the process that drives Hypothesis) starts a worker with its own
+`Executor` (used by the process that drives Hypothesis) starts a worker with its
 `CUDA_VISIBLE_DEVICES`, `TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR` set before Python starts
-(so before torch is imported; the code caches are the machine's, shared by its workers), sends it one case at a time, and waits at most the per-case
-timeout. A worker that dies (signal, exit) or hangs is killed, its last words (the faulthandler
+(so before torch is imported; the code caches are the machine's, shared by its workers), sends it
+one case at a time, and waits at most the per-case timeout. A worker that dies (signal, exit) or hangs is killed, its last words (the faulthandler
 dump in its log) are kept, and the next case starts a fresh one. `worker_main` is the worker side.
 """
 

@@ -79,7 +79,7 @@ def serialize_gpu_benchmarks(lock_path: str) -> bool:
 
     timer = getattr(benchmarking, "benchmarker", None)
     names = [n for n in ("benchmark_gpu", "benchmark_gpu_with_cuda_graph") if callable(getattr(timer, n, None))]
-    if timer is None or "benchmark_gpu" not in names:
+    if "benchmark_gpu" not in names:
         return False
     if getattr(timer.benchmark_gpu, "mm_fuzz_locked", False):
         return True

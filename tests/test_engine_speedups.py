@@ -1,8 +1,8 @@
 """The campaign engine's speed-ups keep what the oracles see: workers share one template
 catalogue per installed inductor (recomputed when it changes or the stored copy is unreadable)
-and one code cache per machine,
-CPP benchmark modules compile with the precompiled header and still fail on broken C++, and the
-bench's utilization sampler sees a busy core."""
+and one code cache per machine, CPP benchmark modules compile with the precompiled header and
+still fail on broken C++, the workers of one GPU time kernels one at a time, and the bench's
+utilization sampler sees a busy core."""
 
 from __future__ import annotations
 
@@ -79,14 +79,22 @@ def compile_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return commands
 
 
+def fresh_code_caches(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
+    """Inductor's C++ code caches in `cache_dir`, none of this process's compiled modules in memory."""
+    from torch._inductor import codecache
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+    for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache):
+        monkeypatch.setattr(cache, "cache", {})
+
+
 def header_hook_on_fresh_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Install the benchmark-header hook (undone after the test) with inductor's C++ caches empty."""
     from torch._inductor import codecache
 
     monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
                         codecache.CppCodeCache.__dict__["_get_uncompiled_header"])
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # compile everything afresh
-    monkeypatch.setattr(codecache.CppCodeCache, "cache", {})
+    fresh_code_caches(monkeypatch, tmp_path)  # compile everything afresh
     assert observe.precompile_benchmark_headers()
 
 
@@ -145,16 +153,14 @@ def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.
     """Workers of one machine share its code cache: they get the same cache directories, and a fresh
     process with them loads a kernel that another process compiled instead of building it again
     (inductor keys compiled kernels by source and command, nothing per process)."""
-    from torch._inductor import codecache, config
+    from torch._inductor import config
 
     monkeypatch.setattr(workers, "cache_root", lambda: tmp_path / "caches")
     envs = [workers.Executor(index, log_dir=tmp_path / "logs").env() for index in (0, 1)]
     expected = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "caches" / "inductor"),
                 "TRITON_CACHE_DIR": str(tmp_path / "caches" / "triton")}
     assert [{k: e[k] for k in expected} for e in envs] == [expected, expected]
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", expected["TORCHINDUCTOR_CACHE_DIR"])  # this process: worker 0
-    for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache):
-        monkeypatch.setattr(cache, "cache", {})
+    fresh_code_caches(monkeypatch, tmp_path / "caches" / "inductor")  # this process: worker 0
     commands = compile_commands(monkeypatch)
     torch._dynamo.reset()
     with config.patch(fx_graph_cache=False, cpp_cache_precompile_headers=False):
