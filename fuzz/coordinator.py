@@ -1,10 +1,12 @@
 """A campaign's coordinator: starts the drivers, keeps the findings, samples progress.
 
-Processes (all started with a clean `python`, none forked from a process that imported torch):
+Processes (started with a clean `python`, except a CPU machine's workers: forked from a zygote
+that imported torch and inductor but never compiled):
 
     coordinator (Coordinator)          one per host: findings, shared store, progress, samples
       driver i (rounds.driver_main)    up to 12 per GPU (or N on a CPU machine): Hypothesis, shrinking
-        worker i (workers.worker_main) torch + inductor: evaluates one case at a time, isolated
+        zygote i (zygote.zygote_main)  CPU machines: imports once, forks driver i's workers (not with --coverage)
+          worker i (workers.worker_main) torch + inductor: evaluates one case at a time, isolated
 
 Every sighting a driver reports goes into the output directory's findings store at once (and to
 the shared store, when there is one, through `StoreSync`). Claims (which finding a driver

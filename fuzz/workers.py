@@ -3,9 +3,11 @@ a hang can take down without taking the campaign with it.
 
 `Executor` (used by the process that drives Hypothesis) starts a worker with its
 `CUDA_VISIBLE_DEVICES`, `TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR` set before Python starts
-(so before torch is imported; the code caches are the machine's, shared by its workers), sends it
-one case at a time, and waits at most the per-case timeout. A worker that dies (signal, exit) or hangs is killed, its last words (the faulthandler
-dump in its log) are kept, and the next case starts a fresh one. `worker_main` is the worker side.
+(so before torch is imported; the code caches are the machine's, shared by its workers), on a CPU
+machine forked from its zygote (fuzz/zygote.py: the imports paid once), sends it one case at a time, and waits at
+most the per-case timeout. A worker that dies (signal, exit) or hangs is killed, its last words
+(the faulthandler dump in its log) are kept, and the next case starts a new one. `worker_main` is
+the worker side.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import tempfile
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from fuzz.catalogue_cache import CATALOGUE_DIR_ENV
+from fuzz.zygote import ForkedProcess, Zygote
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GPU_LOCK_ENV = "MM_FUZZ_GPU_BENCHMARK_LOCK"
@@ -71,7 +75,7 @@ def die_with_parent(parent_pid: int) -> None:
 class Child:
     """A Python child process, the two pipe ends this process talks to it through, and its log."""
 
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | ForkedProcess
     to_child: Connection
     from_child: Connection
     log_path: Path
@@ -105,26 +109,47 @@ class Child:
 
 def spawn_python(entry: str, env: dict[str, str], log_path: Path) -> Child:
     """Start `python -c "<entry>(read_fd, write_fd)"` with `env`, stdout/stderr to `log_path`."""
+    return _start_child(log_path, lambda down_r, up_w: _popen_python(entry, down_r, up_w, env, log_path))
+
+
+def _start_child(log_path: Path, start: Callable[[int, int], Any]) -> Child:
+    """Two pipes, and the child `start(read_fd, write_fd)` starts at their far ends."""
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
+    try:
+        proc = start(down_r, up_w)
+    finally:
+        os.close(down_r)
+        os.close(up_w)
+    return Child(proc, Connection(down_w, readable=False), Connection(up_r, writable=False), log_path)
+
+
+def _popen_python(entry: str, read_fd: int, write_fd: int, env: dict[str, str],
+                  log_path: Path) -> subprocess.Popen[bytes]:
     module, _, func = entry.rpartition(".")
-    code = f"import {module}; {module}.{func}({down_r}, {up_w})"
-    full_env = {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
-                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code], env=full_env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, pass_fds=(down_r, up_w), cwd=os.getcwd())
-    os.close(down_r)
-    os.close(up_w)
-    return Child(proc, Connection(down_w, readable=False), Connection(up_r, writable=False), log_path)
+        return subprocess.Popen([sys.executable, "-c", f"import {module}; {module}.{func}({read_fd}, {write_fd})"],
+                                env=python_env(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=(read_fd, write_fd), cwd=os.getcwd())
+
+
+def python_env(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with `env` on top, for a child Python that imports the suite."""
+    return {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def become_child() -> None:
+    """Tie this process's life to its parent's and leave Ctrl-C, CI cancel and timeouts to the coordinator."""
+    die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:
     """The child's ends of `spawn_python`'s pipes; also ties its life to its parent's."""
-    die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
-    for signum in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, CI cancel, timeout: the coordinator's to handle
-        signal.signal(signum, signal.SIG_IGN)
+    become_child()
     return Connection(read_fd, writable=False), Connection(write_fd, readable=False)
 
 
@@ -163,6 +188,12 @@ class Executor:
         self.spare: Child | None = None
         self.info: dict[str, Any] = {}
         self.starts = self.launches = 0
+        self.zygote: Zygote | None = None
+        self.zygote_refused = ""  # why no zygote serves this Executor (its workers then start fresh)
+        if coverage_dir is not None:
+            self.zygote_refused = "coverage must see the imports"
+        elif gpu is not None or visible_gpu_ids():
+            self.zygote_refused = "a GPU machine: the compiler's modules initialize CUDA at import"
 
     @property
     def restarts(self) -> int:
@@ -187,8 +218,28 @@ class Executor:
 
     def _launch(self) -> Child:
         self.launches += 1  # logs rotate over three files: a dead worker's log survives its successor
-        return spawn_python("fuzz.workers.worker_main", self.env(),
-                            self.log_dir / f"worker-{self.index}.{self.launches % 3}.log")
+        log_path = self.log_dir / f"worker-{self.index}.{self.launches % 3}.log"
+        zygote = self._zygote()
+        if zygote is not None:
+            with contextlib.suppress(OSError):  # the zygote died: this worker starts fresh, the next gets a new one
+                return _start_child(log_path, lambda read_fd, write_fd: zygote.fork(read_fd, write_fd, log_path))
+        return spawn_python("fuzz.workers.worker_main", self.env(), log_path)
+
+    def _zygote(self) -> Zygote | None:
+        """The zygote that forks this Executor's workers (fuzz/zygote.py), started on first use; None
+        where workers start fresh: coverage is measured (it must see the imports), on a GPU machine
+        (the zygote could not import the compiler: measured on the H200, no faster), or the zygote
+        could not serve."""
+        if self.zygote_refused:
+            return None
+        if self.zygote is None or not self.zygote.alive:
+            if self.zygote is not None:
+                self.zygote.close()
+            self.zygote = Zygote(self.env(), self.log_dir / f"zygote-{self.index}.log")
+            self.zygote_refused = self.zygote.wait_ready(self.start_timeout_s)
+            if self.zygote_refused:
+                self.zygote = None
+        return self.zygote
 
     def start(self) -> dict[str, Any]:
         """Start a worker (or take the spare) and wait until it is ready; returns its environment."""
@@ -257,6 +308,9 @@ class Executor:
         if self.spare is not None:
             self.spare.kill()
             self.spare = None
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
 
     @staticmethod
     def _reap(child: Child, wait_s: float = 10.0) -> int:

@@ -66,6 +66,32 @@ def precompile_benchmark_headers() -> bool:
     return True
 
 
+COMPILER_MODULES = (
+    "torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx", "torch._inductor.graph",
+    "torch._inductor.scheduler", "torch._inductor.select_algorithm", "torch._inductor.kernel.mm",
+    "torch._inductor.kernel.bmm", "torch._inductor.codegen.simd", "torch._inductor.codegen.cpp",
+    "torch._inductor.codegen.cpp_gemm_template", "torch._inductor.codegen.cpp_wrapper_cpu",
+)
+"""The modules a max-autotune compile imports on first use (most of a worker's start-up)."""
+
+
+def preload_compiler() -> list[str]:
+    """Import what a max-autotune compile imports, without compiling (for a worker zygote: no
+    thread pool, no CUDA); with Triton installed its codegen too. Returns the modules this torch
+    lacks (they are imported, or not, by the first compile as before)."""
+    import importlib
+    import importlib.util
+
+    missing = []
+    names = COMPILER_MODULES + (("torch._inductor.codegen.triton",) if importlib.util.find_spec("triton") else ())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def serialize_gpu_benchmarks(lock_path: str) -> bool:
     """Time kernels on the GPU (autotuning, pad-mm's padded-or-not decision) only while holding
     an exclusive lock on `lock_path`, shared by every worker of that GPU: timings taken while

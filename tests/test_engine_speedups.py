@@ -1,7 +1,8 @@
 """The campaign engine's speed-ups keep what the oracles see: workers share one template
 catalogue per installed inductor (recomputed when it changes or the stored copy is unreadable)
 and one code cache per machine, CPP benchmark modules compile with the precompiled header and
-still fail on broken C++, the workers of one GPU time kernels one at a time, and the bench's
+still fail on broken C++, the workers of one GPU time kernels one at a time, workers are forked
+from a zygote that paid the imports once (and deaths still read as before), and the bench's
 utilization sampler sees a busy core."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ import torch
 from fuzz import catalogue_cache, workers
 from fuzz.session import FuzzSession
 from fuzz.utilization import Utilization
+from fuzz.zygote import ForkedProcess, cuda_driver_path
 from oracles import observe
 from strategies.case import Case, TensorSpec
 
@@ -169,6 +172,65 @@ def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.
     other = subprocess.run([sys.executable, "-c", KERNEL_IN_A_FRESH_PROCESS], env={**os.environ, **envs[1]},
                            check=True, capture_output=True, text=True)
     assert other.stdout.split()[-1] == "0", other.stdout  # worker 1 built nothing: it loaded worker 0's
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(bool(workers.visible_gpu_ids()), reason="a GPU machine's workers start fresh")
+def test_a_restarted_worker_is_forked_ready_imported_and_its_death_still_reads_as_before(tmp_path: Path) -> None:
+    """The imports (most of a worker's start) are paid once, by the zygote: a worker forked from it,
+    the first or one replacing a crashed one, uses well under half the zygote's CPU to get ready;
+    the crash is reported with its signal and faulthandler dump as from a fresh worker."""
+    executor = workers.Executor(0, log_dir=tmp_path)
+    try:
+        executor.start()
+        first = executor.child
+        assert first is not None and isinstance(first.proc, ForkedProcess)
+        zygote = executor.zygote
+        assert zygote is not None and not executor.zygote_refused
+        os.kill(first.proc.pid, signal.SIGSEGV)
+        death = executor.run(frozen_cpp_mm().to_json())
+        assert death.death == "killed:SIGSEGV" and death.last_words.startswith("Fatal Python error: Segmentation")
+        executor.start()
+        second = executor.child
+        assert second is not None and isinstance(second.proc, ForkedProcess) and executor.zygote is zygote
+        assert zygote.compiler_preloaded and cpu_seconds(second.proc.pid) < cpu_seconds(zygote.proc.pid) / 2, (
+            cpu_seconds(second.proc.pid), cpu_seconds(zygote.proc.pid))
+        assert executor.run(frozen_cpp_mm().to_json()).verdict is not None  # and it evaluates cases
+    finally:
+        executor.stop()
+    assert zygote.proc.poll() is not None  # stopped with the Executor
+
+
+@pytest.mark.parametrize("where", ["coverage", "gpu-worker", "gpu-machine"])
+def test_workers_start_fresh_where_a_zygote_cannot_help(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        where: str) -> None:
+    """Coverage must see inductor's import-time lines, which a forked worker never runs; on a GPU
+    machine the zygote could not import the compiler (one of its modules initializes CUDA)."""
+    monkeypatch.setattr(workers, "visible_gpu_ids", lambda: ["0"] if where == "gpu-machine" else [])
+    executor = workers.Executor(0, log_dir=tmp_path, coverage_dir=tmp_path / "cov" if where == "coverage" else None,
+                                gpu="0" if where == "gpu-worker" else None)
+    assert executor._zygote() is None and executor.zygote_refused
+
+
+@pytest.mark.parametrize(("maps", "driver"), [
+    ("7f00-7f01 r-xp 0 08:01 5 /usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15\n", "/usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15"),
+    ("7f00-7f01 r-xp 0 08:01 5 /site-packages/nvidia/cuda_runtime/lib/libcudart.so.12\n"
+     "7f00-7f01 rw-p 0 00:00 0 [heap]\n", None),
+])
+def test_the_zygote_finds_the_cuda_driver_library(maps: str, driver: str | None) -> None:
+    assert cuda_driver_path(maps) == driver
+
+
+@pytest.mark.skipif(not workers.visible_gpu_ids(), reason="needs a CUDA GPU")
+def test_the_zygote_sees_whether_the_cuda_driver_was_initialized() -> None:
+    probe = "import torch; from fuzz.zygote import cuda_driver_initialized as i; a = i(); torch.cuda.init(); print(a, i())"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
 
 
 def test_the_sampler_sees_a_busy_core() -> None:
