@@ -324,12 +324,15 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="cpp-bmm-empty-dim-crash",
         oracles=("crash",),
-        signatures=(r"crash:AssertionError:codegen/cpp_template_kernel\.py:\w+", r"crash:ZeroDivisionError:[\w/.]+:\w+"),
-        messages=(r"View\(", r"division by zero|modulo by zero"),
+        signatures=(r"crash:AssertionError:codegen/cpp_template_kernel\.py:\w+", r"crash:ZeroDivisionError:[\w/.]+:\w+",
+                    r"crash:TypeError:codegen/cpp_gemm_template\.py:get_cache_blocking"),
+        messages=(r"View\(", r"division by zero|modulo by zero", r"Cannot convert complex to float"),
         applies=lambda c: _cpu_cpp_batched(c) and 0 in (c.inputs[0].shape[-2], c.inputs[0].shape[-1], c.inputs[1].shape[-1]),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
-                 "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError",
+                 "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError (with K == 0 "
+                 "and symbolic sizes, get_cache_blocking's L2 / (Mr * Kt_bytes) is sympy's complex infinity: "
+                 "TypeError)",
         torch_versions=("2.11", "2.13"),
     ),
     KnownBug(

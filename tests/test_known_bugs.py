@@ -268,6 +268,24 @@ def test_the_empty_rows_bug_still_reproduces_and_is_explained(backends: str, sig
     assert [(v.signature, bug.name) for v, bug in verdict.known] == [(signature, "cpp-gemm-frozen-m0-compile-error")]
 
 
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_a_k0_bmm_with_symbolic_sizes_is_the_empty_dim_bug() -> None:
+    """A CPU campaign's minimal case: K == 0 and a dynamic batch make get_cache_blocking divide by
+    zero symbolically (TypeError, not ZeroDivisionError); without CPP choices it computes."""
+    case = Case.make(op="matmul", device="cpu", value_mode="large", seed=36605, every_choice=True,
+                     consumers=("transpose_contiguous", "slice_step"), mark_dynamic=((0, 1), (1, 0)),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON,CPP",
+                             "max_autotune_allow_flexible_layouts": True, "autotune_fallback_to_aten": True},
+                     inputs=(TensorSpec((2, 6, 53, 0), (6, 1, 1, 53), 0, "float32"),
+                             TensorSpec((6, 0, 32), (32, 192, 1), 0, "float32")),
+                     second_call=(TensorSpec((2, 4, 53, 0), (1908, 477, 9, 1), 0, "float32"),
+                                  TensorSpec((4, 0, 32), (1, 32, 1), 0, "float32")))
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations, verdict.violations
+    assert [(v.signature, bug.name) for v, bug in verdict.known] == [
+        ("crash:TypeError:codegen/cpp_gemm_template.py:get_cache_blocking", "cpp-bmm-empty-dim-crash")]
+
+
 def test_the_epilogue_mutation_entry_explains_the_cpp_choice_compiled_alone() -> None:
     bug = REGIONS["cpp-bmm-epilogue-input-mutation-crash"]
     case = Case.make(op="matmul", device="cpu", value_mode="sparse", seed=4125, consumers=("gelu", "mutate_input"),
