@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -27,9 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fuzz.children import python_env
 from fuzz.timing import INDUCTOR_PHASES
 from fuzz.utilization import Utilization
-from fuzz.workers import REPO_ROOT, Executor, serialize_verdict, usable_cpus, visible_gpu_ids
+from fuzz.workers import Executor, serialize_verdict, usable_cpus, visible_gpu_ids
 
 WORKLOAD = 1500
 """Cases drawn for a benchmark: more than the naive loop finishes in a few minutes."""
@@ -103,10 +103,8 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-naive-") as scratch:
         spec = Path(scratch) / "cases.json"
         spec.write_text(json.dumps({"cases": cases, "budget_s": budget_s}))
-        env = {**os.environ, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
-               "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
-               "TRITON_CACHE_DIR": str(Path(scratch) / "triton"),
-               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env = python_env({"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
+                          "TRITON_CACHE_DIR": str(Path(scratch) / "triton")})
         gpus = visible_gpu_ids() if device == "cuda" else []
         gpu = gpus[0] if gpus else None
         if gpu is not None:

@@ -34,9 +34,9 @@ from typing import Any
 import torch
 
 from fuzz import programs
+from fuzz.children import REPO_ROOT
 from fuzz.known_bugs import DEFAULT_BACKENDS
 from fuzz.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
-from fuzz.workers import REPO_ROOT
 from strategies.case import Case, TensorSpec, contiguous_strides
 
 RAISES, EXACT, BOUND, NONFINITE, STRIDES, META = "raises", "exact", "bound", "nonfinite", "strides", "meta"

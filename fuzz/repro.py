@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fuzz.children import REPO_ROOT
 from fuzz.findings import PROCESS_ORACLE, Finding, FindingsStore, now
-from fuzz.workers import REPO_ROOT, cache_root
+from fuzz.workers import cache_root
 
 SUITE_PACKAGES = ("fuzz", "oracles", "strategies")
 ENTRY_MODULES = ("fuzz.session",)

@@ -22,14 +22,14 @@ import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fuzz.catalogue_cache import CATALOGUE_DIR_ENV
+from fuzz.children import become_child, python_env
 from fuzz.zygote import ForkedProcess, Zygote
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 GPU_LOCK_ENV = "MM_FUZZ_GPU_BENCHMARK_LOCK"
 """The lock file the workers of one GPU time kernels under (oracles.observe.serialize_gpu_benchmarks)."""
 POISONED_CONTEXT = ("illegal memory access", "device-side assert", "unspecified launch failure",
@@ -59,16 +59,6 @@ def usable_cpus() -> int:
 def cache_root() -> Path:
     """Per-user scratch for inductor / Triton caches (not the findings dir: CI uploads that)."""
     return Path(tempfile.gettempdir()) / f"mm-fuzz-{os.getuid()}" / "campaign"
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Be killed when the process that started this one dies (Linux), e.g. on `kill -9` of the campaign."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 @dataclasses.dataclass
@@ -132,19 +122,6 @@ def _popen_python(entry: str, read_fd: int, write_fd: int, env: dict[str, str],
         return subprocess.Popen([sys.executable, "-c", f"import {module}; {module}.{func}({read_fd}, {write_fd})"],
                                 env=python_env(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 pass_fds=(read_fd, write_fd), cwd=os.getcwd())
-
-
-def python_env(env: dict[str, str]) -> dict[str, str]:
-    """This process's environment with `env` on top, for a child Python that imports the suite."""
-    return {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
-            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
-
-
-def become_child() -> None:
-    """Tie this process's life to its parent's and leave Ctrl-C, CI cancel and timeouts to the coordinator."""
-    die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_IGN)
 
 
 def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:
@@ -222,7 +199,8 @@ class Executor:
         zygote = self._zygote()
         if zygote is not None:
             with contextlib.suppress(OSError):  # the zygote died: this worker starts fresh, the next gets a new one
-                return _start_child(log_path, lambda read_fd, write_fd: zygote.fork(read_fd, write_fd, log_path))
+                return _start_child(log_path, lambda read_fd, write_fd: zygote.fork("fuzz.workers.worker_main", read_fd,
+                                                                                     write_fd, log_path))
         return spawn_python("fuzz.workers.worker_main", self.env(), log_path)
 
     def _zygote(self) -> Zygote | None:

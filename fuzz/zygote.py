@@ -27,6 +27,8 @@ from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
 from typing import Any
 
+from fuzz.children import become_child, python_env
+
 POLL_S = 0.05
 """How often the zygote looks for exited workers between requests."""
 
@@ -106,8 +108,6 @@ class Zygote:
     """The Executor's side: start the zygote, ask it for workers, collect their exit statuses."""
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        from fuzz.workers import python_env
-
         ours, theirs = socket.socketpair()
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
@@ -137,10 +137,10 @@ class Zygote:
         self.compiler_preloaded = bool(payload["compiler"])
         return ""
 
-    def fork(self, read_fd: int, write_fd: int, log_path: Path) -> ForkedProcess:
-        """A new worker running `fuzz.workers.worker_main(read_fd, write_fd)` (the zygote gets
-        copies of the two descriptors), its output to `log_path`; OSError if the zygote is gone."""
-        self.conn.send(("fork", str(log_path)))
+    def fork(self, entry: str, read_fd: int, write_fd: int, log_path: Path) -> ForkedProcess:
+        """A new worker running `entry(read_fd, write_fd)` (a module's function, by name; the zygote
+        gets copies of the two descriptors), its output to `log_path`; OSError if the zygote is gone."""
+        self.conn.send(("fork", entry, str(log_path)))
         for fd in (read_fd, write_fd):
             send_handle(self.conn, fd, self.proc.pid)
         while True:
@@ -182,8 +182,6 @@ class Zygote:
 
 def zygote_main(fd: int) -> None:
     """Import, say ready (or why not), then fork workers on request and report how each ends."""
-    from fuzz.workers import become_child
-
     conn = Connection(fd)
     become_child()
     try:
@@ -206,7 +204,7 @@ def zygote_main(fd: int) -> None:
         try:
             if not conn.poll(POLL_S):
                 continue
-            kind, log_path = conn.recv()
+            kind, entry, log_path = conn.recv()
         except (EOFError, OSError):
             return  # the Executor is gone or done; our workers follow us (PR_SET_PDEATHSIG)
         if kind != "fork":
@@ -215,7 +213,7 @@ def zygote_main(fd: int) -> None:
         pid = os.fork()
         if pid == 0:
             conn.close()
-            _run_worker(read_fd, write_fd, Path(log_path))
+            _run_worker(entry, read_fd, write_fd, Path(log_path))
         os.close(read_fd)
         os.close(write_fd)
         conn.send(("forked", pid))
@@ -247,19 +245,19 @@ def _report_exits(conn: Connection) -> None:
         conn.send(("exit", pid, os.waitstatus_to_exitcode(status)))
 
 
-def _run_worker(read_fd: int, write_fd: int, log_path: Path) -> None:
-    """In the forked child: output to the worker's log, run the worker, never return."""
+def _run_worker(entry: str, read_fd: int, write_fd: int, log_path: Path) -> None:
+    """In the forked child: output to the worker's log, run `entry`, never return."""
     import atexit
+    import importlib
 
-    from fuzz.workers import worker_main
-
+    module, _, func = entry.rpartition(".")
     code = 1
     try:
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         for target in (1, 2):
             os.dup2(log, target)
         os.close(log)
-        worker_main(read_fd, write_fd)
+        getattr(importlib.import_module(module), func)(read_fd, write_fd)
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1

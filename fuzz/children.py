@@ -1,0 +1,34 @@
+"""What every child process of the suite shares: the repository root on its path, and a life tied
+to its parent's (fuzz.workers starts drivers and workers, fuzz.zygote forks workers)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Be killed when the process that started this one dies (Linux), e.g. on `kill -9` of the campaign."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def python_env(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with `env` on top, for a child Python that imports the suite."""
+    return {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def become_child() -> None:
+    """Tie this process's life to its parent's and leave Ctrl-C, CI cancel and timeouts to the coordinator."""
+    die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
