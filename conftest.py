@@ -1,6 +1,5 @@
 """pytest setup: Hypothesis profiles, one inductor/Triton cache and one GPU per xdist worker,
-`--repro-dir`, long tests scheduled first, the reject-rate check of property tests, and the
-`fuzz_session` fixture."""
+`--repro-dir`, the reject-rate check of property tests, and the `fuzz_session` fixture."""
 
 from __future__ import annotations
 
@@ -32,16 +31,6 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(worker[2:]) % len(gpus)]
     if not config.getoption("--hypothesis-profile", default=None):
         settings.load_profile(default_profile(len(gpus)))
-
-
-LONG_MARKERS = ("campaign", "slow", "long")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests first (stable otherwise): under xdist the short ones then fill the workers'
-    last minute instead of one long test running alone at the end (on 2 cores a core sat idle for
-    45 s at the end of a CI run)."""
-    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_MARKERS))
 
 
 @pytest.hookimpl(wrapper=True)

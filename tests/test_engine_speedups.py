@@ -152,7 +152,6 @@ print(sum(".main.cpp" in cmd for cmd in built))  # kernel modules (not the ISA c
 """
 
 
-@pytest.mark.long
 def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Workers of one machine share its code cache: they get the same cache directories, and a fresh
     process with them loads a kernel that another process compiled instead of building it again

@@ -226,7 +226,6 @@ def test_export_writes_the_plain_repro_beside_the_vendored_one(tmp_path: Path) -
 
 @pytest.mark.skipif(not any(torch.__version__.startswith(v) for v in SCALAR_BIAS.torch_versions),
                     reason="the registry says this torch is not affected")
-@pytest.mark.long
 def test_a_real_bug_gets_a_plain_repro_that_fails_with_its_traceback(tmp_path: Path) -> None:
     """The scalar-bias IndexError: plain mode="max-autotune" already fails, freezing is dropped."""
     record = write_plain_repro(scalar_bias_case(frozen=True), CRASH, tmp_path / "bug_plain.py", timeout_s=300)

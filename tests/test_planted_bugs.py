@@ -126,20 +126,17 @@ TritonTemplate.src_hash = property(lambda self: hashlib.sha256(self.name.encode(
 """
 
 
-@pytest.mark.long
 def test_real_templates_hash_their_source_in_every_process() -> None:
     first, second = template_catalogue(), template_catalogue()
     assert {"triton::mm", "triton::bmm", "triton::mm_plus_mm"} <= set(first)
     assert check_catalogues(first, second) == []
 
 
-@pytest.mark.long
 def test_hash_that_differs_per_process_is_caught() -> None:
     found = check_catalogues(template_catalogue(PER_PROCESS_HASH), template_catalogue(PER_PROCESS_HASH))
     assert "differs-across-processes:triton::mm" in {v.signature for v in found}
 
 
-@pytest.mark.long
 def test_hash_not_of_the_source_is_caught() -> None:
     found = check_catalogues(template_catalogue(NAME_HASH), template_catalogue(NAME_HASH))
     assert "not-source-sha256:triton::mm" in {v.signature for v in found}

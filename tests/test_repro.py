@@ -64,7 +64,6 @@ def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
 
 
 @affected
-@pytest.mark.long
 def test_repro_of_a_real_bug_fails_standalone_and_the_fixed_case_passes(tmp_path: Path) -> None:
     buggy = write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path)  # CPP alone: no autotuning race
     text = Path(buggy).read_text()
@@ -91,7 +90,6 @@ def plant(path: Path, *lines: str) -> None:
 
 
 @affected
-@pytest.mark.long
 def test_a_bug_that_hides_in_the_first_run_is_still_reported(tmp_path: Path) -> None:
     path = Path(write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path))
     plant(path, "if _attempt == 0:  # planted: the first run happens to read benign memory",

@@ -52,7 +52,6 @@ COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for f
           "knob:test_configs.max_mm_configs"}
 
 
-@pytest.mark.long
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_every_region_is_drawn(device: str) -> None:
     want = EXPECTED[device]() | (COMMON - ({"knob:test_configs.max_mm_configs"} if device == "cpu" else set()))
