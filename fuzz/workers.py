@@ -169,8 +169,8 @@ class Executor:
         self.zygote_refused = ""  # why no zygote serves this Executor (its workers then start fresh)
         if coverage_dir is not None:
             self.zygote_refused = "coverage must see the imports"
-        elif gpu is not None or visible_gpu_ids():
-            self.zygote_refused = "a GPU machine: the compiler's modules initialize CUDA at import"
+        elif bool(gpu) if gpu is not None else bool(visible_gpu_ids()):  # gpu "" hides the GPUs
+            self.zygote_refused = "a GPU worker: the compiler's modules initialize CUDA at import"
 
     @property
     def restarts(self) -> int:

@@ -64,10 +64,13 @@ class ForkedProcess:
     def __init__(self, zygote: Zygote, pid: int) -> None:
         self.zygote, self.pid = zygote, pid
         self.returncode: int | None = None
+        self._pidfd: int | None = None
         try:
-            self._pidfd: int | None = os.pidfd_open(pid)
+            self._pidfd = os.pidfd_open(pid)
         except ProcessLookupError:  # already gone: its exit status is on its way
-            self._pidfd = None
+            pass
+        except OSError:  # no pidfds (Linux before 5.3): signals go by pid while no exit is reported
+            self._pidfd = -1
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -86,8 +89,12 @@ class ForkedProcess:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
-        if self._pidfd is not None and self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
+        if self._pidfd is None or self.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self._pidfd < 0:
+                os.kill(self.pid, signum)
+            else:
                 signal.pidfd_send_signal(self._pidfd, signum)
 
     def kill(self) -> None:
@@ -99,9 +106,9 @@ class ForkedProcess:
             code = -signal.SIGKILL  # the zygote is gone, and its workers with it (PR_SET_PDEATHSIG)
         if code is not None:
             self.returncode = code
-            if self._pidfd is not None:
+            if self._pidfd is not None and self._pidfd >= 0:
                 os.close(self._pidfd)
-                self._pidfd = None
+            self._pidfd = None
 
 
 class Zygote:

@@ -217,6 +217,12 @@ def test_workers_start_fresh_where_a_zygote_cannot_help(monkeypatch: pytest.Monk
     assert executor._zygote() is None and executor.zygote_refused
 
 
+def test_a_cpu_campaigns_workers_are_forked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`--device cpu` hides the GPUs from its workers (CUDA_VISIBLE_DEVICES=""): they are CPU workers."""
+    monkeypatch.setattr(workers, "visible_gpu_ids", lambda: [])
+    assert not workers.Executor(0, log_dir=tmp_path, gpu="").zygote_refused
+
+
 @pytest.mark.parametrize(("maps", "driver"), [
     ("7f00-7f01 r-xp 0 08:01 5 /usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15\n", "/usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15"),
     ("7f00-7f01 r-xp 0 08:01 5 /site-packages/nvidia/cuda_runtime/lib/libcudart.so.12\n"
