@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +27,17 @@ def python_env(env: dict[str, str]) -> dict[str, str]:
     """This process's environment with `env` on top, for a child Python that imports the suite."""
     return {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
             "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def popen_python(entry: str, fds: tuple[int, ...], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start `python -c "<entry>(*fds)"` (a module's function, by name) with `env` on this process's
+    environment, passing it `fds`, stdout/stderr to `log_path`."""
+    module, _, func = entry.rpartition(".")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        return subprocess.Popen([sys.executable, "-c", f"import {module}; {module}.{func}({', '.join(map(str, fds))})"],
+                                env=python_env(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=fds, cwd=os.getcwd())
 
 
 def become_child() -> None:

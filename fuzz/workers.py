@@ -18,16 +18,15 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-from multiprocessing.connection import Connection
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from fuzz.catalogue_cache import CATALOGUE_DIR_ENV
-from fuzz.children import become_child, python_env
+from fuzz.children import become_child, popen_python
 from fuzz.zygote import ForkedProcess, Zygote
 
 GPU_LOCK_ENV = "MM_FUZZ_GPU_BENCHMARK_LOCK"
@@ -99,7 +98,7 @@ class Child:
 
 def spawn_python(entry: str, env: dict[str, str], log_path: Path) -> Child:
     """Start `python -c "<entry>(read_fd, write_fd)"` with `env`, stdout/stderr to `log_path`."""
-    return _start_child(log_path, lambda down_r, up_w: _popen_python(entry, down_r, up_w, env, log_path))
+    return _start_child(log_path, lambda down_r, up_w: popen_python(entry, (down_r, up_w), env, log_path))
 
 
 def _start_child(log_path: Path, start: Callable[[int, int], Any]) -> Child:
@@ -112,16 +111,6 @@ def _start_child(log_path: Path, start: Callable[[int, int], Any]) -> Child:
         os.close(down_r)
         os.close(up_w)
     return Child(proc, Connection(down_w, readable=False), Connection(up_r, writable=False), log_path)
-
-
-def _popen_python(entry: str, read_fd: int, write_fd: int, env: dict[str, str],
-                  log_path: Path) -> subprocess.Popen[bytes]:
-    module, _, func = entry.rpartition(".")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        return subprocess.Popen([sys.executable, "-c", f"import {module}; {module}.{func}({read_fd}, {write_fd})"],
-                                env=python_env(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=(read_fd, write_fd), cwd=os.getcwd())
 
 
 def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:

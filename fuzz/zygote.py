@@ -27,7 +27,7 @@ from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
 from typing import Any
 
-from fuzz.children import become_child, python_env
+from fuzz.children import become_child, popen_python
 
 POLL_S = 0.05
 """How often the zygote looks for exited workers between requests."""
@@ -116,15 +116,9 @@ class Zygote:
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
         ours, theirs = socket.socketpair()
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", f"import fuzz.zygote; fuzz.zygote.zygote_main({theirs.fileno()})"],
-                env=python_env(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(theirs.fileno(),), cwd=os.getcwd())
-        theirs.close()
+        with theirs:
+            self.proc = popen_python("fuzz.zygote.zygote_main", (theirs.fileno(),), env, log_path)
         self.conn = Connection(ours.detach())
-        self.log_path = log_path
         self.exits: dict[int, int] = {}
         self.alive = True
         self.compiler_preloaded = False  # whether the compiler's modules were imported too (not on CUDA machines)

@@ -75,21 +75,17 @@ COMPILER_MODULES = (
 """The modules a max-autotune compile imports on first use (most of a worker's start-up)."""
 
 
-def preload_compiler() -> list[str]:
+def preload_compiler() -> None:
     """Import what a max-autotune compile imports, without compiling (for a worker zygote: no
-    thread pool, no CUDA); with Triton installed its codegen too. Returns the modules this torch
-    lacks (they are imported, or not, by the first compile as before)."""
+    thread pool, no CUDA); with Triton installed its codegen too. Modules this torch lacks are
+    skipped (the first compile imports what it needs, as before)."""
     import importlib
     import importlib.util
 
-    missing = []
     names = COMPILER_MODULES + (("torch._inductor.codegen.triton",) if importlib.util.find_spec("triton") else ())
     for name in names:
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    return missing
 
 
 def serialize_gpu_benchmarks(lock_path: str) -> bool:
