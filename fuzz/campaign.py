@@ -46,7 +46,14 @@ class CampaignOptions:
     store: str = ""  # "": none; a directory or redis://host:port/db shared by the campaign's hosts
     coverage: bool = False
     export: bool = True
+    repro_s: float | None = None  # time for repro checks at the end; None: repro_time(budget_s)
     progress: str = "auto"  # auto | tty | plain | none
+
+
+def repro_time(budget_s: float) -> float:
+    """The default time for a campaign's repro checks: half its budget, at least two minutes (a
+    check is about a minute on 2 cores; new findings go first)."""
+    return max(120.0, budget_s / 2)
 
 
 WORKERS_PER_CORE_OF_A_GPU = 0.75
@@ -218,8 +225,12 @@ def finish(out: Path, store: FindingsStore, record: dict[str, Any], opts: Campai
     if opts.export and len(store) and not cancel.is_set():
         from fuzz.repro import export_findings
 
-        export_findings(store, out / "repros", emit=emit, timeout_s=max(300.0, 2 * opts.case_timeout_s),
-                        cancel=cancel)
+        time_s = repro_time(opts.budget_s) if opts.repro_s is None else opts.repro_s
+        done = export_findings(store, out / "repros", emit=emit, timeout_s=max(300.0, 2 * opts.case_timeout_s),
+                               cancel=cancel, time_s=time_s)
+        if unchecked := sum(1 for _, _, r in done if r is not None and r.skipped and not cancel.is_set()):
+            emit(f"{unchecked} repro(s) written but not checked (--repro-time {time_s:g}s spent); "
+                 f"check them with: python -m fuzz export {out}")
     samples = read_samples(out / SAMPLES_FILE, lambda message: emit(f"warning: {message}"))
     paths = report.write_reports(out, list(store), [record], samples)
     emit(report.summary_line(list(store), [record]))

@@ -127,6 +127,10 @@ def build_parser() -> Parser:
     run.add_argument("--coverage", action="store_true",
                      help="measure the coverage of inductor's mm path reached by the campaign (slower)")
     run.add_argument("--no-export", action="store_true", help="do not write and verify repro scripts at the end")
+    run.add_argument("--repro-time", type=duration, default=None, metavar="DURATION",
+                     help="time to check repros at the end, new findings first (default: half the budget, at least "
+                          "2m); repros not checked by then are written unchecked, `python -m fuzz export OUT` "
+                          "checks them; a check done before with the same torch, code and case is not run again")
     run.add_argument("--progress", choices=("auto", "tty", "plain", "none"), default="auto",
                      help="live progress: a status line on a terminal (auto), a line every 30s (plain), or none")
 
@@ -217,7 +221,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=None if args.device == "auto" else args.device,
         profile=args.hypothesis_profile or default_profile(len(gpus)), workers=args.workers,
         case_timeout_s=args.case_timeout, shrink_s=args.shrink_time or min(60.0, max(10.0, args.budget / 20)),
-        db=args.db, store=args.store, coverage=args.coverage, export=not args.no_export, progress=args.progress)
+        db=args.db, store=args.store, coverage=args.coverage, export=not args.no_export, repro_s=args.repro_time,
+        progress=args.progress)
     try:
         return run_campaign(opts)
     except CampaignError as e:

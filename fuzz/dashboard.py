@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fuzz.report import repro_state
+
 BUCKET_S = 30.0
 DRAWN = (("op:", "ops"), ("dtype:", "dtypes"), ("backends:", "backend sets"), ("value:", "value modes"))
 Points = list[tuple[float, float]]
@@ -187,7 +189,7 @@ def html(summary: dict[str, Any], base: Path) -> str:
                         x_top, empty="not measured (run --coverage)")]
     rows = []
     for f in summary["findings"]:
-        links = [f'<a href="{_esc(f["repro"]["path"])}">repro</a> (exit {_esc(f["repro"].get("exit_code"))})'
+        links = [f'<a href="{_esc(f["repro"]["path"])}">repro</a> ({_esc(repro_state(f["repro"]))})'
                  ] if f["repro"] else []
         links += [f'<a href="{_esc(d)}">upstream draft</a>' for d in _drafts(base, f["file"].removesuffix(".json"))]
         rows.append(f'<tr><td class="{_esc(f["status"])}">{_esc(f["status"])}</td><td>{_esc(f["severity"])}</td>'

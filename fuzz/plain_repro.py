@@ -463,6 +463,7 @@ class Search:
     flips: list[tuple[str, Outcome]]
     runs: int
     seconds: float
+    out_of_time: bool = False  # a form was left untried: the budget was spent
 
 
 def _describe(form: Form, other: Form) -> str:
@@ -505,7 +506,7 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
     """The smallest form of `case` whose run fails as `violation` did, confirmed by a second run.
     `run` renders and runs a form; no new form is tried once `budget_s` is spent. A crash is tried
     with plain random inputs first, a wrong value only with the fuzzer's."""
-    began, tried, kind = time.monotonic(), {}, check_kind(violation)
+    began, tried, kind, untried = time.monotonic(), {}, check_kind(violation), []
 
     def outcome(form: Form) -> Outcome:
         if form not in tried:
@@ -513,7 +514,10 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
         return tried[form]
 
     def fails(form: Form) -> bool:
-        return (form in tried or time.monotonic() - began < budget_s) and same_failure(outcome(form), violation)
+        if form not in tried and time.monotonic() - began >= budget_s:
+            untried.append(form)
+            return False
+        return same_failure(outcome(form), violation)
 
     family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]
     config = {**case.config_dict, **({"max_autotune_gemm_backends": family} if family else {})}
@@ -546,7 +550,7 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
          if f in tried or time.monotonic() - began < budget_s]
     form = found or Form.make(None, config, case.frozen_weights, seeded=True)
     return Search(form, tried.get(form), found is not None, confirmed, flips, len(tried) + (found is not None),
-                  time.monotonic() - began)
+                  time.monotonic() - began, out_of_time=found is None and bool(untried))
 
 
 # --- writing --------------------------------------------------------------------------------------------
@@ -578,6 +582,7 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
     versions = f"torch {torch.__version__}"
     status = (f"Fails on {versions}" if found.confirmed else
               f"Failed in 1 of 2 runs on {versions} (autotuning picks its winner by timing)" if found.reproduced else
+              f"Not yet run in a failing form on {versions}: the search's time ran out" if found.out_of_time else
               f"Did NOT fail in this form on {versions} (the fuzzer's own harness did)")
     path.write_text(render(case, violation, found.form, status), encoding="utf-8")
     log = path.with_suffix(".log")
@@ -586,7 +591,7 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
             "confirmed": found.confirmed, "torch": torch.__version__, "form": found.form.to_json(), "check": kind,
             "outcome": found.outcome.to_json() if found.outcome else None,
             "flips": [{"change": change, **o.to_json()} for change, o in found.flips],
-            "runs": found.runs, "seconds": round(found.seconds, 1)}
+            "runs": found.runs, "seconds": round(found.seconds, 1), "out_of_time": found.out_of_time}
 
 
 def plain_summary(plain: dict[str, Any]) -> str:
@@ -601,6 +606,7 @@ def plain_summary(plain: dict[str, Any]) -> str:
             "passed": "runs without error"}.get(outcome.get("status", ""), "was not run")
     how = ("every run" if plain.get("confirmed") else
            "one of two runs: autotuning picks its winner by timing" if plain.get("reproduced") else
+           "its search for a failing form ran out of time" if plain.get("out_of_time") else
            "the fuzzer's own harness failed on this case" if plain.get("verified") else "")
     return what + (f" ({how})" if how else "")
 
@@ -617,12 +623,14 @@ def write_environment(repro_dir: Path) -> Path:
 
 
 def export_plain(case_json: Mapping[str, Any], violation: Mapping[str, str], vendored: str, root: Path, *,
-                 verify: bool, timeout_s: float, environment: Path | None) -> dict[str, Any]:
-    """The plain repro of an exported finding, written beside its vendored one; returns the record
-    kept in the finding (paths relative to `root`, the campaign directory), or why there is none."""
+                 verify: bool, timeout_s: float, environment: Path | None,
+                 budget_s: float | None = None) -> dict[str, Any]:
+    """The plain repro of an exported finding, written beside its vendored one (its search for
+    failing forms starts no run after `budget_s`, default `timeout_s`); returns the record kept in
+    the finding (paths relative to `root`, the campaign directory), or why there is none."""
     try:
         record = write_plain_repro(Case.from_json(case_json), violation, plain_path(vendored), verify=verify,
-                                   timeout_s=timeout_s, budget_s=timeout_s)
+                                   timeout_s=timeout_s, budget_s=timeout_s if budget_s is None else budget_s)
     except PlainReproError as e:
         return {"unsupported": str(e)}
     if environment is not None:

@@ -68,6 +68,15 @@ def _junit_time(stamp: str) -> str:
     return datetime.datetime.fromisoformat(stamp).astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def repro_state(repro: dict[str, Any]) -> str:
+    """How a finding's repro check ended, in a few words: "exit 1", "not checked", "timed out"."""
+    if repro.get("exit_code") is not None:
+        return f"exit {repro['exit_code']}"
+    verdict = str(repro.get("verdict") or "not run")
+    return "not checked" if verdict.startswith("not checked") else "timed out" if verdict.startswith("timed out") \
+        else verdict
+
+
 def _seconds_on(f: dict[str, Any]) -> float:
     """Time the campaign spent on a finding: minimizing it and checking its repro."""
     return float((f["minimization"] or {}).get("seconds") or 0) + float((f["repro"] or {}).get("seconds") or 0)
@@ -91,7 +100,7 @@ def junit_xml(summary: dict[str, Any]) -> str:
         case = ET.SubElement(suite, "testcase", classname=f"fuzz.{f['oracle']}", name=f["key"],
                              time=f"{_seconds_on(f):.1f}")
         body = (f"{f['message']}\nseen {f['count']} time(s), first {f['first_seen']}\n"
-                + (f"repro: {f['repro']['path']} (exit {f['repro'].get('exit_code')})\n" if f["repro"] else "")
+                + (f"repro: {f['repro']['path']} ({repro_state(f['repro'])})\n" if f["repro"] else "")
                 + f"case: {json.dumps(f['case'], sort_keys=True)}")
         if f["status"] == "new":
             ET.SubElement(case, "failure", type=f["severity"], message=f["message"][:500]).text = body
@@ -137,9 +146,9 @@ def markdown(summary: dict[str, Any]) -> str:
                     v["known"])
                    for k, v in sorted(summary["by_op"].items())))
     out += ["## Findings", ""]
-    out += _table(("status", "severity", "oracle", "signature", "op", "sightings", "minimized", "repro (exit)"),
+    out += _table(("status", "severity", "oracle", "signature", "op", "sightings", "minimized", "repro"),
                   ((f["status"], f["severity"], f["oracle"], f"`{f['signature']}`", f["op"], f["count"],
-                    f["minimized"], f"`{f['repro']['path']}` ({f['repro'].get('exit_code')})" if f["repro"] else "-")
+                    f["minimized"], f"`{f['repro']['path']}` ({repro_state(f['repro'])})" if f["repro"] else "-")
                    for f in summary["findings"]))
     for f in summary["findings"]:
         known = f["known_bug"]

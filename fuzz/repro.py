@@ -19,9 +19,11 @@ import ast
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -357,6 +359,7 @@ class ReproResult:
     exit_code: int | None  # None: it ran past the timeout
     verdict: str  # its last line of output
     seconds: float
+    skipped: bool = False  # never started: the campaign was stopped or the checks' time was spent
 
 
 def run_repro(path: str | os.PathLike[str], timeout_s: float = 900.0,
@@ -392,13 +395,33 @@ def finding_meta(f: Finding) -> dict[str, Any]:
             "last_seen": f.last_seen}
 
 
+def check_basis(f: Finding) -> str:
+    """What a repro check's result depends on: the finding's best case and violation, this host,
+    torch and the suite's code (a check with the same basis need not run again)."""
+    code = sorted((str(p.relative_to(REPO_ROOT)), p.read_text(encoding="utf-8"))
+                  for package in SUITE_PACKAGES for p in (REPO_ROOT / package).rglob("*.py"))
+    basis = [f.best_case, f.violation, socket.gethostname(), _torch_version(), code]
+    return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _checked_before(f: Finding, basis: str, repro_dir: Path) -> bool:
+    """Whether `f`'s repro reproduced and its plain form was searched to the end with this basis,
+    and the files are still there (a repro that did not reproduce is always checked again)."""
+    done, plain = f.repro or {}, (f.repro or {}).get("plain") or {}
+    return done.get("basis") == basis and done.get("exit_code") == REPRO_BUG and bool(plain.get("verified")) \
+        and not plain.get("out_of_time") and (repro_dir.parent / str(plain.get("path"))).is_file()
+
+
 def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path, *, emit: Callable[[str], None],
                     verify: bool = True, timeout_s: float = 900.0, jobs: int | None = None,
-                    cancel: threading.Event | None = None) -> list[tuple[Finding, str, ReproResult | None]]:
+                    cancel: threading.Event | None = None,
+                    time_s: float | None = None) -> list[tuple[Finding, str, ReproResult | None]]:
     """One repro per finding (of its smallest case), each run with plain python to check that it
-    reproduces (`jobs` at a time, a line as each ends), and beside it the plain-torch repro
-    (fuzz.plain_repro, searched for its smallest failing form when verifying); the results are
-    stored in the finding when `findings` is a store."""
+    reproduces (`jobs` at a time, new findings first, a line as each ends), and beside it the
+    plain-torch repro (fuzz.plain_repro, searched for its smallest failing form when verifying); the
+    results are stored in the finding when `findings` is a store. A check whose basis (check_basis)
+    is unchanged since it last ran is not run again; none starts after `time_s` (those repros are
+    written unchecked), and one that started gets only the time left to search plain forms."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from fuzz.plain_repro import export_plain, plain_summary, write_environment
@@ -406,7 +429,7 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
 
     store = findings if isinstance(findings, FindingsStore) else None
     written = []
-    for f in list(findings):
+    for f in sorted(findings, key=lambda f: not f.is_new):
         try:
             case = Case.from_json(f.best_case)
             meta = {**finding_meta(f), "timeout_s": 0.8 * timeout_s}  # a hang repro's own limit, inside ours
@@ -416,37 +439,69 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
             emit(f"warning: no repro for {f.key}: {e}")
             continue
         written.append((f, path))
+    bases = [check_basis(f) if verify else "" for f, _ in written]
+    again = [i for i, (f, _) in enumerate(written) if verify and _checked_before(f, bases[i], repro_dir)]
     results: dict[int, tuple[ReproResult | None, dict[str, Any]]] = {}
-    environment = write_environment(repro_dir) if verify and written else None
+    environment = write_environment(repro_dir) if verify and len(again) < len(written) else None
+    deadline = time.monotonic() + time_s if time_s is not None else float("inf")
+
+    def skipped() -> str | None:
+        """Why no check may start now, if none may."""
+        if cancel is not None and cancel.is_set():
+            return "not checked: the campaign was stopped"
+        return f"not checked: the {time_s:g}s for repro checks were spent" if time.monotonic() >= deadline else None
 
     def check(f: Finding, path: str) -> tuple[ReproResult | None, dict[str, Any]]:
-        result = run_repro(path, timeout_s, cancel) if verify else None
-        return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=verify and not
-                                    (cancel is not None and cancel.is_set()), timeout_s=timeout_s, environment=environment)
+        if verify and (why := skipped()):
+            last = f.repro or {}
+            if last.get("exit_code") is not None:  # keep the last check's plain repro, and say when it ran
+                why += f" (last checked {last.get('checked')} with torch {last.get('torch')}: exit {last['exit_code']})"
+                if (repro_dir.parent / str((last.get("plain") or {}).get("path"))).is_file():
+                    return ReproResult(None, why, 0.0, skipped=True), last["plain"]
+            return ReproResult(None, why, 0.0, skipped=True), export_plain(
+                f.best_case, f.violation, path, repro_dir.parent, verify=False, timeout_s=timeout_s, environment=None)
+        if not verify:
+            return None, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=False,
+                                      timeout_s=timeout_s, environment=None)
+        result = run_repro(path, timeout_s, cancel)
+        return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=not skipped(),
+                                    timeout_s=timeout_s, budget_s=min(timeout_s, deadline - time.monotonic()),
+                                    environment=environment)
 
-    if written:
+    for i in again:
+        f, path = written[i]
+        results[i] = ReproResult(f.repro["exit_code"], f.repro["verdict"], f.repro["seconds"] or 0.0), f.repro["plain"]
+        emit(f"repro {path}: reproduced before with this torch, code and case (exit 1), not run again")
+    queue = [i for i in range(len(written)) if i not in again]
+    if queue:
         jobs = jobs or max(1, min(4, (os.cpu_count() or 2) // 2))
         if verify:
-            emit(f"checking {len(written)} repro(s) and their plain-torch forms, {jobs} at a time "
-                 f"(each up to {timeout_s:g}s)")
+            limit = f", {time_s:g}s in all" if time_s is not None else ""
+            emit(f"checking {len(queue)} repro(s) and their plain-torch forms, new findings first, {jobs} at a time "
+                 f"(each up to {timeout_s:g}s{limit})")
         with ThreadPoolExecutor(jobs) as pool:
-            futures = {pool.submit(check, f, path): i for i, (f, path) in enumerate(written)}
+            futures = {pool.submit(check, *written[i]): i for i in queue}
             for done, future in enumerate(as_completed(futures), 1):
                 i = futures[future]
                 result, plain = results[i] = future.result()
-                head = f"[{done}/{len(written)}] repro {written[i][1]}"
+                head = f"[{done}/{len(queue)}] repro {written[i][1]}"
                 if result is None:
                     emit(head)
+                elif result.skipped:
+                    emit(f"{head}: {result.verdict}")
+                    continue
                 else:
                     as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
                     emit(f"{head}: exit {result.exit_code} ({as_stated}, {result.seconds:.0f}s): {result.verdict}")
                 emit(f"    plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
     for i, (f, path) in enumerate(written):
         result, plain = results.get(i, (None, {}))
-        f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": _torch_version(), "checked": now(),
+        f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": _torch_version(),
+                   "checked": (f.repro or {}).get("checked") if i in again else now(),
                    "exit_code": result.exit_code if result else None,
                    "verdict": result.verdict if result else "not run",
-                   "seconds": round(result.seconds, 1) if result else None, "plain": plain}
+                   "seconds": round(result.seconds, 1) if result else None, "plain": plain,
+                   **({"basis": bases[i]} if result and result.exit_code is not None else {})}
         if store is not None:
             store.save(f)
     return [(f, path, results.get(i, (None, {}))[0]) for i, (f, path) in enumerate(written)]

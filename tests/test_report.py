@@ -1,15 +1,12 @@
 """Reports: a finding's message goes with the case shown, minimization is "yes" only when it ran
 to the end, JUnit test names are unique and its timestamps and attributes fit the common schema,
-the live status line fits 80 columns, repro checks show progress, and the dashboard is one
-self-contained page."""
+the live status line fits 80 columns, and the dashboard is one self-contained page."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-
-import pytest
 
 from fuzz import repro
 from fuzz.dashboard import html
@@ -61,22 +58,6 @@ def test_the_status_line_fits_80_columns() -> None:
     line = status_line(8 * 3600 - 1, 8 * 3600, session, findings)
     assert len(line) < 80, (len(line), line)
     assert line.startswith("[7:59:59/8:00:00] 1234567 cases") and "123 found 123 new" in line
-
-
-def test_repro_checks_show_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lines: list[str] = []
-    import fuzz.plain_repro as plain_repro
-
-    monkeypatch.setattr(repro, "run_repro", lambda path, timeout_s, cancel=None: repro.ReproResult(1, "BUG", 2.0))
-    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, **k: {"path": "p.py", "verified": False})
-    store = FindingsStore(tmp_path)
-    for sig in ("a", "b"):
-        store.add(record_from_violation({**V, "signature": sig}, _small_case().to_json(), known_bug=None,
-                                        violations=[V], versions={}, origin={}))
-    repro.export_findings(store, tmp_path / "repros", emit=lines.append, timeout_s=60, jobs=1)
-    assert lines[0].startswith("checking 2 repro(s) and their plain-torch forms, 1 at a time")
-    assert [ln.split()[0] for ln in lines[1:]] == ["[1/2]", "plain", "[2/2]", "plain"]
-    assert all(f.repro and f.repro["seconds"] == 2.0 for f in FindingsStore(tmp_path))
 
 
 def test_the_dashboard_is_one_self_contained_page(tmp_path: Path) -> None:

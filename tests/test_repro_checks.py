@@ -1,0 +1,123 @@
+"""The repro checks at the end of a campaign (fuzz.repro.export_findings): progress lines, new
+findings first, no check started once their time is spent (those repros are still written, and
+say why they were not checked), and a repro that reproduced is not run again while its basis is
+unchanged."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fuzz.plain_repro as plain_repro
+from fuzz import repro
+from fuzz.findings import FindingsStore, record_from_violation
+from tests.test_repro import _small_case
+
+V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
+     "message": "mm: 78 element(s) differ"}
+
+
+def _store(tmp_path: Path, signatures: dict[str, bool]) -> FindingsStore:
+    """A store with one finding per signature (True: a known upstream bug)."""
+    store = FindingsStore(tmp_path)
+    for sig, known in signatures.items():
+        store.add(record_from_violation({**V, "signature": sig}, _small_case().to_json(),
+                                        known_bug={"name": "b", "tracking": "t"} if known else None,
+                                        violations=[V], versions={}, origin={}))
+    return store
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The repros checked, in order (each takes 0.2 s and reproduces; the plain search is faked)."""
+    ran: list[str] = []
+
+    def run(path: str, timeout_s: float, cancel: Any = None) -> repro.ReproResult:
+        ran.append(Path(path).name)
+        time.sleep(0.2)
+        return repro.ReproResult(repro.REPRO_BUG, "BUG", 0.2)
+
+    monkeypatch.setattr(repro, "run_repro", run)
+    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
+    return ran
+
+
+def test_repro_checks_show_progress(tmp_path: Path, checks: list[str]) -> None:
+    lines: list[str] = []
+    repro.export_findings(_store(tmp_path, {"a": False, "b": False}), tmp_path / "repros", emit=lines.append,
+                          timeout_s=60, jobs=1)
+    assert lines[0].startswith("checking 2 repro(s) and their plain-torch forms, new findings first, 1 at a time")
+    assert [ln.split()[0] for ln in lines[1:]] == ["[1/2]", "plain", "[2/2]", "plain"]
+    assert all(f.repro and f.repro["seconds"] == 0.2 for f in FindingsStore(tmp_path))
+
+
+def test_new_findings_are_checked_first_and_none_starts_after_the_time(tmp_path: Path, checks: list[str]) -> None:
+    store = _store(tmp_path, {"known-1": True, "new-1": False, "known-2": True, "new-2": False})
+    lines: list[str] = []
+    done = repro.export_findings(store, tmp_path / "repros", emit=lines.append, timeout_s=60, jobs=1, time_s=0.3)
+    assert {f.signature for f, _, _ in done[:2]} == {"new-1", "new-2"}
+    assert len(checks) == 2 and all("known" not in name for name in checks)  # the new ones, then the time was spent
+    by_sig = {f.signature: f.repro for f in FindingsStore(tmp_path)}
+    for sig in ("known-1", "known-2"):  # written, not run, and saying why
+        assert (tmp_path / by_sig[sig]["path"]).is_file() and by_sig[sig]["exit_code"] is None
+        assert by_sig[sig]["verdict"] == "not checked: the 0.3s for repro checks were spent"
+        assert by_sig[sig]["plain"]["verified"] is False and "basis" not in by_sig[sig]
+    assert all(by_sig[sig]["exit_code"] == repro.REPRO_BUG and by_sig[sig]["basis"] for sig in ("new-1", "new-2"))
+    assert sum("not checked" in ln for ln in lines) == 2
+
+
+def test_a_check_with_the_same_basis_is_not_run_again(tmp_path: Path, checks: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "repros").mkdir()
+    (tmp_path / "repros" / "p.py").write_text("plain")
+    repro.export_findings(_store(tmp_path, {"a": False}), tmp_path / "repros", emit=print, timeout_s=60)
+    lines: list[str] = []
+    repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=lines.append, timeout_s=60)
+    assert len(checks) == 1 and "reproduced before with this torch, code and case (exit 1), not run again" in lines[0]
+    again, = FindingsStore(tmp_path)
+    assert again.repro["exit_code"] == repro.REPRO_BUG and again.repro["plain"]["verified"]
+
+    monkeypatch.setattr(repro, "_torch_version", lambda: "9.9.9")  # another torch: checked again
+    repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=print, timeout_s=60)
+    f, = FindingsStore(tmp_path)
+    f.minimal_case = {**f.case, "seed": 4}  # a smaller case: checked again
+    FindingsStore(tmp_path).save(f)
+    repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=print, timeout_s=60)
+    assert len(checks) == 3
+
+
+def test_a_plain_search_cut_by_its_budget_does_not_claim_the_bug_is_gone() -> None:
+    from tests.test_plain_repro import CRASH, scalar_bias_case
+
+    found = plain_repro.search(scalar_bias_case(), CRASH, lambda form: plain_repro.Outcome("raised"), budget_s=0.0)
+    assert found.out_of_time and not found.reproduced
+    assert plain_repro.plain_summary({"verified": True, "out_of_time": True, "outcome": None}) == \
+        "was not run (its search for a failing form ran out of time)"
+
+
+def test_a_repro_that_did_not_reproduce_is_checked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(repro, "run_repro", lambda path, timeout_s, cancel=None: ran.append(path) or
+                        repro.ReproResult(repro.REPRO_OK, "FIXED", 0.1))
+    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
+    (tmp_path / "repros").mkdir()
+    (tmp_path / "repros" / "p.py").write_text("plain")
+    repro.export_findings(_store(tmp_path, {"a": False}), tmp_path / "repros", emit=print, timeout_s=60)
+    repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=print, timeout_s=60)
+    assert len(ran) == 2
+
+
+def test_a_check_cut_by_the_time_keeps_the_last_one(tmp_path: Path, checks: list[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "repros").mkdir()
+    (tmp_path / "repros" / "p.py").write_text("plain, as searched")
+    repro.export_findings(_store(tmp_path, {"a": False}), tmp_path / "repros", emit=print, timeout_s=60)
+    monkeypatch.setattr(repro, "_torch_version", lambda: "9.9.9")  # due again, but no time for it
+    repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=print, timeout_s=60, time_s=0)
+    f, = FindingsStore(tmp_path)
+    assert len(checks) == 1 and f.repro["exit_code"] is None and f.repro["plain"]["verified"]
+    assert f.repro["verdict"].startswith("not checked: the 0s for repro checks were spent (last checked ")
+    assert f.repro["verdict"].endswith(": exit 1)") and "plain, as searched" in (tmp_path / "repros" / "p.py").read_text()
