@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.report import repro_state
+from fuzz.findings import repro_state
 
 BUCKET_S = 30.0
 DRAWN = (("op:", "ops"), ("dtype:", "dtypes"), ("backends:", "backend sets"), ("value:", "value modes"))

@@ -228,6 +228,15 @@ def iter_finding_files(sources: Iterable[Path], warn: Warn) -> Iterable[tuple[Pa
             yield path, finding
 
 
+def repro_state(repro: dict[str, Any]) -> str:
+    """How a finding's repro check ended, in a few words: "exit 1", "not checked", "timed out"."""
+    if repro.get("exit_code") is not None:
+        return f"exit {repro['exit_code']}"
+    verdict = str(repro.get("verdict") or "not run")
+    return "not checked" if verdict.startswith("not checked") else "timed out" if verdict.startswith("timed out") \
+        else verdict
+
+
 def merge(findings: Iterable[Finding]) -> list[Finding]:
     """Findings of several directories (hosts, sessions) as one list: counts add up, the earliest
     first sighting and the latest last one are kept, and the smallest minimized case wins."""

@@ -94,6 +94,12 @@ def _cpu_cpp_batched(case: Case) -> bool:
     return case.device == "cpu" and "CPP" in _backends(case) and case.op in BATCHED_OPS
 
 
+MKL_M0_PACK_MIN_WEIGHT = 32768
+"""The smallest K * N for which MKL's weight packing with batch size 0 was seen to die (on an AVX-512
+Xeon, torch 2.13: (K, N) = (4096, 8), (200, 200), (214, 255), (256, 256) die; (182, 182), (257, 128),
+(214, 128), (512, 8), (128, 128) and smaller do not): the region holds every size seen dying."""
+
+
 def _frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
     return case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm") and case.inputs[0].dtype in dtypes
 
@@ -319,6 +325,18 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         untrigger=_unfrozen,
         tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
                  "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
+        torch_versions=("2.13",),
+    ),
+    KnownBug(
+        name="freezing-mkl-linear-m0-sigfpe",
+        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
+        signatures=(r"killed:SIGFPE:(mm|addmm)",),
+        applies=lambda c: _frozen_linear(c, ("float32",)) and c.inputs[0].shape[0] == 0
+        and c.inputs[1].shape[0] * c.inputs[1].shape[1] >= MKL_M0_PACK_MIN_WEIGHT,
+        untrigger=_unfrozen,
+        tracking="repros/freezing_mkl_linear_m0_sigfpe_plain.py (not yet filed upstream; found by CI on an "
+                 "AVX-512 Xeon): freezing packs a float32 weight for MKL with batch size M == 0 "
+                 "(torch.ops.mkl._mkl_reorder_linear_weight(w, 0)) and the process dies with SIGFPE",
         torch_versions=("2.13",),
     ),
     KnownBug(

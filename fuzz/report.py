@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.findings import Finding, campaign_totals, now, write_json_atomic
+from fuzz.findings import Finding, campaign_totals, now, repro_state, write_json_atomic
 from fuzz.progress import clock, plural
 
 
@@ -66,15 +66,6 @@ def summary_line(findings: Sequence[Finding], records: Sequence[dict[str, Any]])
 def _junit_time(stamp: str) -> str:
     """ISO 8601 without a UTC offset, as the common JUnit schema wants it."""
     return datetime.datetime.fromisoformat(stamp).astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-
-
-def repro_state(repro: dict[str, Any]) -> str:
-    """How a finding's repro check ended, in a few words: "exit 1", "not checked", "timed out"."""
-    if repro.get("exit_code") is not None:
-        return f"exit {repro['exit_code']}"
-    verdict = str(repro.get("verdict") or "not run")
-    return "not checked" if verdict.startswith("not checked") else "timed out" if verdict.startswith("timed out") \
-        else verdict
 
 
 def _seconds_on(f: dict[str, Any]) -> float:

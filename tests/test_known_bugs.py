@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import given, settings
 
-from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates, without_backend
+from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates, process_killer, without_backend
 from fuzz.session import FuzzSession, failure_kind
 from oracles.model import Violation
 from strategies.case import Case, TensorSpec
@@ -213,8 +214,6 @@ def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
 
 
 def test_every_known_bug_names_a_repro_that_exists() -> None:
-    from pathlib import Path
-
     root = Path(__file__).resolve().parent.parent
     for bug in KNOWN_BUGS:
         script = next(w.strip("():;,") for w in bug.tracking.split() if w.strip("(").startswith("repros/"))
@@ -245,11 +244,12 @@ def test_property_tests_never_run_a_case_that_would_kill_their_process() -> None
         check()
 
 
-def empty_rows_case(m: int, backends: str) -> Case:
-    """The README campaign's case: a frozen float32 (214, 255) weight and an input with `m` rows."""
+def empty_rows_case(m: int, backends: str, n: int = 128) -> Case:
+    """The README campaign's case (found with N = 255): a frozen float32 (214, n) weight and an input
+    with `m` rows (N = 128 stays below the sizes where MKL's packing of it kills the process)."""
     return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=293, frozen_weights=True,
                      config={"max_autotune": True, "max_autotune_gemm_backends": backends},
-                     inputs=(TensorSpec((m, 214), (214, 1), 0, "float32"), TensorSpec((214, 255), (1, 214), 0, "float32")))
+                     inputs=(TensorSpec((m, 214), (214, 1), 0, "float32"), TensorSpec((214, n), (1, 214), 0, "float32")))
 
 
 def test_the_empty_rows_entry_needs_m_zero_a_frozen_weight_and_cpp() -> None:
@@ -266,6 +266,31 @@ def test_the_empty_rows_bug_still_reproduces_and_is_explained(backends: str, sig
     verdict = FuzzSession().evaluate(empty_rows_case(0, backends))
     assert not verdict.violations, verdict.violations
     assert [(v.signature, bug.name) for v, bug in verdict.known] == [(signature, "cpp-gemm-frozen-m0-compile-error")]
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_the_mkl_packing_of_an_empty_batch_dies_or_passes_and_is_explained() -> None:
+    """With N = 255 freezing packs the weight for MKL with batch size 0, which kills the process with
+    SIGFPE on the AVX-512 Xeon CI found it on (not on AMD Zen 3): run in a child, the case either
+    dies that way, and the registry explains the death and keeps it out of in-process tests, or it
+    gets the CPP bug's verdict."""
+    import signal
+    import subprocess
+    import sys
+
+    case = empty_rows_case(0, "ATEN", n=255)
+    code = ("import sys; from fuzz.session import FuzzSession; from strategies.case import Case; "
+            "v = FuzzSession().evaluate(Case.loads(sys.stdin.read())); print(len(v.violations), len(v.known))")
+    proc = subprocess.run([sys.executable, "-c", code], input=case.dumps(), capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    killer = process_killer(case, torch.__version__)
+    assert killer is not None and killer.name == "freezing-mkl-linear-m0-sigfpe"
+    if proc.returncode < 0:
+        death = Violation("process", "crash", f"killed:{signal.Signals(-proc.returncode).name}:mm", "died")
+        assert [b.name if b else None for _, b in candidates([death], case, torch.__version__)] == [killer.name]
+    else:
+        assert proc.returncode == 0 and proc.stdout.split() == ["0", "0"], proc.stdout + proc.stderr[-2000:]
+    assert process_killer(empty_rows_case(0, "ATEN"), torch.__version__) is None  # N = 128 runs in-process
 
 
 @pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
