@@ -53,10 +53,11 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "(torch/_inductor/codegen/cpp_template_kernel.py), and benchmarking its choices materializes "
               "example inputs from symbolic strides (torch/_inductor/select_algorithm.py)"),
     RootCause("freezing-packs-empty-weights",
-              "[inductor][cpu] freezing packs a linear weight with K == 0 or N == 0 for oneDNN / MKL, which "
-              "fails (RuntimeError) or kills the process (SIGFPE)",
-              ("freezing-half-linear-empty-weight-onednn", "freezing-mkl-linear-n0-sigfpe"),
-              "torch/_inductor/fx_passes/mkldnn_fusion.py: `_is_packable_linear` accepts empty weights"),
+              "[inductor][cpu] freezing packs a linear weight with K == 0 or N == 0, or for an input with M == 0, "
+              "for oneDNN / MKL, which fails (RuntimeError) or kills the process (SIGFPE)",
+              ("freezing-half-linear-empty-weight-onednn", "freezing-mkl-linear-n0-sigfpe",
+               "freezing-mkl-linear-m0-sigfpe"),
+              "torch/_inductor/fx_passes/mkldnn_fusion.py: `_is_packable_linear` accepts empty weights and batches"),
     RootCause("cpp-gemm-frozen-weight-offset",
               "[inductor][cpu] CPP GEMM template reads a frozen weight from the start of its storage, ignoring "
               "its storage offset (wrong results)",
