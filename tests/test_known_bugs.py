@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates, process_killer, without_backend
 from fuzz.session import FuzzSession, failure_kind
 from oracles.model import Violation
-from strategies.case import Case, TensorSpec
+from strategies.case import Case, TensorSpec, contiguous_strides
 
 CPP_OFFSET = next(b for b in KNOWN_BUGS if b.name == "cpp-gemm-frozen-weight-storage-offset")
 
@@ -345,3 +345,21 @@ def test_the_zero_scalar_entry_needs_cuda_and_a_zero_alpha_or_beta_and_undoes_on
     assert bug.matches(found, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
     assert not bug.matches(dataclasses.replace(found, signature="exact-mismatch:baddbmm:float16"),
                            zero_scalar_case(0.0, 0.0), "2.11.0+cu130")  # only inf/NaN where eager is finite
+
+
+def test_host_dependent_aten_regions_cover_what_an_avx512_campaign_found() -> None:
+    """A CPU campaign on an AVX-512 Xeon found both as new: an _int_mm with a short leading dimension
+    summed by a consumer (int64 output), and a bf16 baddbmm with alpha=0 and beta=0.5."""
+    int_mm = Case.make(op="int_mm", device="cpu", value_mode="sparse", seed=421, consumers=("sum_rows",),
+                       config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                       inputs=(TensorSpec((5, 1), (1, 7), 0, "int8"), TensorSpec((1, 12), (1, 1), 7, "int8")))
+    bug = REGIONS["aten-int-mm-expanded-operand"]
+    assert bug.matches(Violation("numerics", "wrong result", "exact-mismatch:int_mm:int64", "m"), int_mm, "2.13.0")
+    assert not bug.matches(Violation("numerics", "wrong result", "exact-mismatch:int_mm:int16", "m"), int_mm, "2.13.0")
+    baddbmm = Case.make(op="baddbmm", device="cpu", value_mode="normal", seed=0, params={"alpha": 0.0, "beta": 0.5},
+                        config={"max_autotune": True},
+                        inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "bfloat16")
+                                     for s in ((1, 6, 65), (1, 65, 40), (1, 6, 40))))
+    zero_alpha = REGIONS["aten-cpu-baddbmm-zero-alpha-uninitialized"]
+    assert zero_alpha.applies(baddbmm) and not zero_alpha.applies(zero_alpha.untrigger(baddbmm))
+    assert not zero_alpha.applies(dataclasses.replace(baddbmm, params=(("alpha", 0.5), ("beta", 0.0))))
