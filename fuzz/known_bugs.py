@@ -100,6 +100,22 @@ Xeon, torch 2.13: (K, N) = (4096, 8), (200, 200), (214, 255), (256, 256) die; (1
 (214, 128), (512, 8), (128, 128) and smaller do not): the region holds every size seen dying."""
 
 
+def _bf16_batched_odd_k_nonfinite(case: Case) -> bool:
+    """A CPU bmm/baddbmm/matmul of bf16 batches (2 or more: one batch takes the mm path) with an odd K
+    and nonfinite values (an inf in A's last column is what trips it)."""
+    a = case.inputs[0]
+    return (case.device == "cpu" and case.op in BATCHED_OPS and a.dtype == "bfloat16" and len(a.shape) == 3
+            and a.shape[0] >= 2 and a.shape[-1] % 2 == 1 and case.value_mode == "nonfinite")
+
+
+def _in_float32(case: Case) -> Case:
+    """Untrigger: every bf16 tensor as float32 (same shapes, strides and offsets)."""
+    def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.shape, t.stride, t.offset, "float32" if t.dtype == "bfloat16" else t.dtype)
+                     for t in specs)
+    return _replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call))
+
+
 def _frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
     return case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm") and case.inputs[0].dtype in dtypes
 
@@ -211,6 +227,18 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "(torch.ops.mkldnn._is_mkldnn_bf16_supported()), and with alpha=0 and beta=0.5 is wrong too (an "
                  "AVX-512 Xeon: max error 1.5 on a (6, 65) x (65, 40) product); extern calls inherit it",
         torch_versions=("2.11", "2.13"),
+    ),
+    KnownBug(
+        name="aten-cpu-bf16-bmm-odd-k-inf-nan",
+        oracles=("numerics",),
+        signatures=(r"nonfinite:(bmm|baddbmm|matmul):(bfloat16|float32)(@aten::\w+)?",),  # float32: a consumer's cast
+        applies=_bf16_batched_odd_k_nonfinite,
+        untrigger=_in_float32,
+        tracking="repros/aten_bf16_bmm_odd_k_inf_nan.py (not yet filed upstream; found by the README's CPU "
+                 "campaign on an AVX-512 Xeon): ATen's CPU bf16 bmm (a batch of 2 or more) returns NaN where the "
+                 "exact product is +-inf when A has an inf in its last column and K is odd (oneDNN's bf16 "
+                 "kernels pair K: the inf meets a zero pad); eager and extern calls alike",
+        torch_versions=("2.13",),
     ),
     KnownBug(
         name="mm-epilogue-zero-scalar-nonfinite",

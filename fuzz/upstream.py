@@ -82,6 +82,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch.baddbmm on CPU in bf16/fp16 with alpha=0 (and beta=0) returns uninitialized memory",
               ("aten-cpu-baddbmm-zero-alpha-uninitialized",),
               "ATen's CPU baddbmm for reduced-precision dtypes (aten/src/ATen/native/LinearAlgebra.cpp)"),
+    RootCause("aten-bf16-bmm-odd-k-inf",
+              "torch.bmm on CPU in bf16 returns NaN where the exact product is +-inf (an inf in A's last column, "
+              "odd K, a batch of 2 or more)",
+              ("aten-cpu-bf16-bmm-odd-k-inf-nan",),
+              "oneDNN's bf16 batched matmul on AVX-512 (aten/src/ATen/native/mkldnn/Matmul.cpp): K is paired, the "
+              "inf likely meets a zero pad"),
     RootCause("mm-epilogue-zero-scalar",
               "[inductor][cuda] max-autotune addmm/baddbmm with alpha=0 or beta=0 propagates inf/NaN from the term "
               "eager ignores",

@@ -363,3 +363,21 @@ def test_host_dependent_aten_regions_cover_what_an_avx512_campaign_found() -> No
     zero_alpha = REGIONS["aten-cpu-baddbmm-zero-alpha-uninitialized"]
     assert zero_alpha.applies(baddbmm) and not zero_alpha.applies(zero_alpha.untrigger(baddbmm))
     assert not zero_alpha.applies(dataclasses.replace(baddbmm, params=(("alpha", 0.5), ("beta", 0.0))))
+
+
+def test_the_bf16_odd_k_bmm_region_is_the_campaigns_case_and_float32_leaves_it() -> None:
+    """The README campaign's case on an AVX-512 Xeon: bf16 baddbmm, K = 7, nonfinite values, a
+    to_float32 consumer (so the signature's dtype is float32)."""
+    case = Case.make(op="baddbmm", device="cpu", value_mode="nonfinite", seed=0, frozen_weights=True,
+                     every_choice=True, params={"alpha": 0.5, "beta": 0.0}, consumers=("to_float32",),
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON"},
+                     inputs=(TensorSpec((8, 13, 7), (91, 7, 1), 11, "bfloat16"),
+                             TensorSpec((8, 7, 31), (217, 31, 1), 10, "bfloat16"),
+                             TensorSpec((13, 1), (0, 1), 0, "bfloat16")))
+    bug = REGIONS["aten-cpu-bf16-bmm-odd-k-inf-nan"]
+    assert bug.matches(Violation("numerics", "wrong result", "nonfinite:baddbmm:float32", "m"), case, "2.13.0+cpu")
+    widened = bug.untrigger(case)
+    assert not bug.applies(widened) and {t.dtype for t in widened.inputs} == {"float32"}
+    even_k = dataclasses.replace(case, inputs=(TensorSpec((8, 13, 8), (104, 8, 1), 0, "bfloat16"),
+                                               TensorSpec((8, 8, 31), (248, 31, 1), 0, "bfloat16"), case.inputs[2]))
+    assert not bug.applies(even_k) and not bug.applies(dataclasses.replace(case, value_mode="normal"))
