@@ -345,14 +345,15 @@ def worker_main(read_fd: int, write_fd: int) -> None:
 def _warm_up(session: Any, device: str) -> None:
     """Pay inductor's first-use costs before the first case's timeout starts: one trivial compile
     on the worker's device (Triton's import and CUDA context; on the CPU, the precompiled header),
-    on a GPU the shared template catalogue. Install the compile speed-up and, on a GPU shared with
+    on a GPU the shared template catalogue. Install the compile speed-ups and, on a GPU shared with
     other workers, the benchmark lock and this worker's share of the cores for tensor work (on the
     CPU the thread count stays inductor's: it shapes the CPP GEMM code)."""
     import torch
 
-    from oracles.observe import precompile_benchmark_headers, serialize_gpu_benchmarks
+    from oracles.observe import precompile_benchmark_headers, remember_compile_failures, serialize_gpu_benchmarks
 
     precompile_benchmark_headers()
+    remember_compile_failures()
     if device == "cuda":
         if os.environ.get(GPU_LOCK_ENV):
             serialize_gpu_benchmarks(os.environ[GPU_LOCK_ENV])

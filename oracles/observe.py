@@ -12,13 +12,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import math
 import json
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -64,6 +69,71 @@ def precompile_benchmark_headers() -> bool:
     uncompiled_header.mm_fuzz_prefix_header = True  # type: ignore[attr-defined]
     base._get_uncompiled_header = classmethod(uncompiled_header)  # type: ignore[method-assign,assignment]
     return True
+
+
+SOURCE_ERROR = re.compile(r"\.(?:cpp|h):\d+:\d+: error: ")
+"""A diagnostic about the source itself: the same command on the same source fails the same way."""
+TRANSIENT_FAILURE = re.compile(r"internal compiler error|Killed signal|No space left|cannot allocate", re.IGNORECASE)
+
+
+def remember_compile_failures() -> bool:
+    """Make a C++ compile that already failed on this machine's code cache fail again without
+    running the compiler: inductor's code cache keeps what compiled, this keeps what did not, in
+    the same `TORCHINDUCTOR_CACHE_DIR`. Keyed by the command line, the source files' bytes, the
+    compiler binary and the torch build (whose headers the source includes); only failures with a
+    diagnostic in the source are kept (a killed or crashed compiler runs again). The same
+    `CppCompileError`, command and output are raised, so a choice that does not compile is dropped
+    as before. A speed-up for the suite's workers (a campaign that keeps drawing or shrinking a
+    case whose C++ does not compile), never applied by the naive baseline; False (nothing
+    changed) where this torch lacks the hook."""
+    from torch._inductor import cpp_builder, exc
+
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:
+        return False
+    original = getattr(cpp_builder, "_run_compile_cmd", None)
+    if original is None or not hasattr(exc, "CppCompileError"):
+        return False
+    if getattr(original, "mm_fuzz_remembers_failures", False):
+        return True
+
+    def run_compile_cmd(cmd_line: str, cwd: str) -> None:
+        stored = _failure_record(cmd_line, cwd, Path(cache_dir()))
+        if stored is not None and stored.is_file():
+            raise exc.CppCompileError(shlex.split(cmd_line), stored.read_text(encoding="utf-8"))
+        try:
+            original(cmd_line, cwd)
+        except exc.CppCompileError as error:
+            if stored is not None and SOURCE_ERROR.search(error.output) and not TRANSIENT_FAILURE.search(error.output):
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                partial = stored.with_suffix(f".{os.getpid()}.tmp")
+                partial.write_text(error.output, encoding="utf-8")
+                os.replace(partial, stored)
+            raise
+
+    run_compile_cmd.mm_fuzz_remembers_failures = True  # type: ignore[attr-defined]
+    cpp_builder._run_compile_cmd = run_compile_cmd
+    return True
+
+
+def _failure_record(cmd_line: str, cwd: str, cache: Path) -> Path | None:
+    """Where a failure of this exact compile is kept; None when its inputs cannot be read."""
+    args = shlex.split(cmd_line)
+    compiler = shutil.which(args[0]) if args else None
+    if compiler is None:
+        return None
+    digest = hashlib.sha256(cmd_line.encode())
+    stat = os.stat(compiler)
+    digest.update(f"\0{os.path.realpath(compiler)}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    digest.update(f"\0{torch.__version__}\0{torch.version.git_version}".encode())  # the headers it includes
+    for arg in args[1:]:
+        if arg.endswith((".cpp", ".h")) and not arg.startswith("-"):
+            try:
+                digest.update(b"\0" + (Path(cwd) / arg).read_bytes())
+            except OSError:
+                return None
+    return cache / "mm_fuzz_compile_failures" / f"{digest.hexdigest()}.txt"
 
 
 COMPILER_MODULES = (

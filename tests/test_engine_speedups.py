@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -133,6 +134,91 @@ def test_a_cpp_choice_whose_code_does_not_compile_is_still_dropped_with_the_head
     monkeypatch.setattr(autotune_process.CppBenchmarkRequest, "__init__", broken)
     found = {v.signature for v in FuzzSession().evaluate(frozen_cpp_mm()).violations}
     assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s in found), found
+
+
+def compiler_runs(monkeypatch: pytest.MonkeyPatch, outcome: object = None) -> list[str]:
+    """Count the compiles that reach `_run_compile_cmd` under the failure memory (installed here,
+    undone after the test); `outcome`, if given, replaces the compiler (an exception to raise)."""
+    from torch._inductor import cpp_builder
+
+    runs: list[str] = []
+    real = cpp_builder._run_compile_cmd
+
+    def run(cmd: str, cwd: str) -> None:
+        runs.append(cmd)
+        if outcome is not None:
+            raise outcome  # type: ignore[misc]
+        real(cmd, cwd)
+
+    monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
+    assert observe.remember_compile_failures()
+    assert observe.remember_compile_failures()  # idempotent: one layer
+    return runs
+
+
+def test_a_choice_that_failed_to_compile_fails_again_without_the_compiler_and_the_same_verdict(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from torch._inductor import autotune_process, codecache, cpp_builder
+
+    header_hook_on_fresh_caches(monkeypatch, tmp_path)
+    real = autotune_process.CppBenchmarkRequest.__init__
+
+    def broken(self: autotune_process.CppBenchmarkRequest, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)
+        self.source_code += "\nint broken_on_purpose = undeclared_name;\n"
+
+    monkeypatch.setattr(autotune_process.CppBenchmarkRequest, "__init__", broken)
+    runs = compiler_runs(monkeypatch)
+    verdicts = []
+    for _ in range(2):  # the second time as another worker sees it: nothing compiled in memory
+        for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache):
+            monkeypatch.setattr(cache, "cache", {})
+        violations = FuzzSession().evaluate(frozen_cpp_mm()).violations  # messages number kernels per process:
+        verdicts.append(sorted((v.signature, re.sub(r"_\d+ ", " ", v.message)) for v in violations))
+    failing = [c for c in runs if c.split()[1].endswith(".cpp") and "undeclared_name" in Path(c.split()[1]).read_text()]
+    assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s, _ in verdicts[0]), verdicts[0]
+    assert verdicts[1] == verdicts[0]
+    assert len(failing) == len(set(failing)) >= 1, failing  # each broken module ran the compiler once
+    assert cpp_builder._run_compile_cmd.mm_fuzz_remembers_failures
+
+
+def remembered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str) -> tuple[list[str], list[str]]:
+    """Compile one source file twice through the memory with a compiler that fails with `output`;
+    the runs that reached the compiler and the errors raised."""
+    from torch._inductor import cpp_builder, exc
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    source = tmp_path / "kernel.cpp"
+    source.write_text("int f() { return undeclared_name; }\n")
+    command = f"g++ {source} -O3 -shared -o {tmp_path / 'kernel.so'}"
+    runs = compiler_runs(monkeypatch, exc.CppCompileError(command.split(), output))
+    errors = []
+    for _ in range(2):
+        with pytest.raises(exc.CppCompileError) as raised:
+            cpp_builder._run_compile_cmd(command, str(tmp_path))
+        errors.append(str(raised.value))
+    return runs, errors
+
+
+def test_a_source_error_is_remembered_with_its_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    runs, errors = remembered(monkeypatch, tmp_path, "kernel.cpp:1:18: error: 'undeclared_name' was not declared")
+    assert len(runs) == 1 and errors[0] == errors[1] and "undeclared_name" in errors[1]
+    (tmp_path / "kernel.cpp").write_text("int f() { return 0; }\n")  # another source: compiled again
+    from torch._inductor import cpp_builder, exc
+
+    with pytest.raises(exc.CppCompileError):
+        cpp_builder._run_compile_cmd(f"g++ {tmp_path / 'kernel.cpp'} -O3 -shared -o {tmp_path / 'kernel.so'}", str(tmp_path))
+    assert len(runs) == 2
+
+
+@pytest.mark.parametrize("output", [
+    "g++: fatal error: Killed signal terminated program cc1plus",
+    "kernel.cpp:1:18: internal compiler error: Segmentation fault",
+    "/usr/bin/ld: final link failed: No space left on device",
+])
+def test_a_killed_or_crashed_compiler_runs_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str) -> None:
+    runs, errors = remembered(monkeypatch, tmp_path, output)
+    assert len(runs) == 2 and errors[0] == errors[1]
 
 
 def kernel(x: torch.Tensor) -> torch.Tensor:
