@@ -175,6 +175,8 @@ class Executor:
                CATALOGUE_DIR_ENV: str(caches / "catalogues"), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
         if self.compile_threads is not None:  # workers sharing a machine split its cores for kernel compiles
             env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.compile_threads)
+            if self.compile_threads < usable_cpus() and "OMP_WAIT_POLICY" not in os.environ:
+                env["OMP_WAIT_POLICY"] = "PASSIVE"  # an idle OpenMP thread sleeps instead of spinning on a shared core
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
             env[GPU_LOCK_ENV] = str(caches / f"gpu{self.gpu}.benchmark.lock")

@@ -260,6 +260,22 @@ def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.
     assert other.stdout.split()[-1] == "0", other.stdout  # worker 1 built nothing: it loaded worker 0's
 
 
+def test_workers_that_share_the_cores_let_idle_openmp_threads_sleep(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """A worker given fewer cores than the machine has runs OpenMP with passive waiting (its idle
+    threads would otherwise spin on cores the other workers compile on); one alone on the machine,
+    and a user's own OMP_WAIT_POLICY, are left as they are."""
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 16)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+
+    def policy(threads: int | None) -> str | None:
+        return workers.Executor(0, log_dir=tmp_path, compile_threads=threads).env().get("OMP_WAIT_POLICY")
+
+    assert [policy(1), policy(8), policy(16), policy(None)] == ["PASSIVE", "PASSIVE", None, None]
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert policy(1) is None  # the worker inherits the user's
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time process `pid` has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
