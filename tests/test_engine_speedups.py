@@ -2,15 +2,14 @@
 catalogue per installed inductor (recomputed when it changes or the stored copy is unreadable)
 and one code cache per machine, CPP benchmark modules compile with the precompiled header and
 still fail on broken C++, the workers of one GPU time kernels one at a time, workers are forked
-from a zygote that paid the imports once (and deaths still read as before), and the bench's
-utilization sampler sees a busy core."""
+from a zygote that paid the imports once (and deaths still read as before), a C++ compile that
+failed is not run again, and the bench's utilization sampler sees a busy core."""
 
 from __future__ import annotations
 
 import inspect
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 import torch
 
 from fuzz import catalogue_cache, workers
+from fuzz.children import REPO_ROOT
 from fuzz.session import FuzzSession
 from fuzz.utilization import Utilization
 from fuzz.zygote import ForkedProcess, cuda_driver_path
@@ -156,30 +156,47 @@ def compiler_runs(monkeypatch: pytest.MonkeyPatch, outcome: object = None) -> li
     return runs
 
 
-def test_a_choice_that_failed_to_compile_fails_again_without_the_compiler_and_the_same_verdict(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from torch._inductor import autotune_process, codecache, cpp_builder
+BROKEN_CHOICE_IN_A_FRESH_WORKER = """
+import json, re, sys
+from pathlib import Path
+from torch._inductor import autotune_process, cpp_builder
+from oracles import observe
+from fuzz.session import FuzzSession
+from tests.test_engine_speedups import frozen_cpp_mm
 
-    header_hook_on_fresh_caches(monkeypatch, tmp_path)
-    real = autotune_process.CppBenchmarkRequest.__init__
+real_init, real_run, failing = autotune_process.CppBenchmarkRequest.__init__, cpp_builder._run_compile_cmd, []
 
-    def broken(self: autotune_process.CppBenchmarkRequest, *args: object, **kwargs: object) -> None:
-        real(self, *args, **kwargs)
-        self.source_code += "\nint broken_on_purpose = undeclared_name;\n"
+def broken(self, *args, **kwargs):  # the planted bug: the CPP choice's benchmark module does not compile
+    real_init(self, *args, **kwargs)
+    self.source_code += "\\nint broken_on_purpose = undeclared_name;\\n"
 
-    monkeypatch.setattr(autotune_process.CppBenchmarkRequest, "__init__", broken)
-    runs = compiler_runs(monkeypatch)
-    verdicts = []
-    for _ in range(2):  # the second time as another worker sees it: nothing compiled in memory
-        for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache):
-            monkeypatch.setattr(cache, "cache", {})
-        violations = FuzzSession().evaluate(frozen_cpp_mm()).violations  # messages number kernels per process:
-        verdicts.append(sorted((v.signature, re.sub(r"_\d+ ", " ", v.message)) for v in violations))
-    failing = [c for c in runs if c.split()[1].endswith(".cpp") and "undeclared_name" in Path(c.split()[1]).read_text()]
-    assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s, _ in verdicts[0]), verdicts[0]
-    assert verdicts[1] == verdicts[0]
-    assert len(failing) == len(set(failing)) >= 1, failing  # each broken module ran the compiler once
-    assert cpp_builder._run_compile_cmd.mm_fuzz_remembers_failures
+def run(cmd, cwd):  # every compile that reaches the compiler, under the failure memory
+    source = Path(cwd, cmd.split()[1])
+    if source.suffix == ".cpp" and "undeclared_name" in source.read_text():
+        failing.append(str(source))
+    real_run(cmd, cwd)
+
+autotune_process.CppBenchmarkRequest.__init__ = broken
+cpp_builder._run_compile_cmd = run
+assert observe.precompile_benchmark_headers() and observe.remember_compile_failures()
+violations = FuzzSession().evaluate(frozen_cpp_mm()).violations
+print(json.dumps({"verdict": sorted([v.signature, re.sub(r"_\\d+ ", " ", v.message)] for v in violations),
+                  "failing": failing}))
+"""
+
+
+def test_a_choice_that_failed_to_compile_fails_again_without_the_compiler_and_the_same_verdict(tmp_path: Path) -> None:
+    """Two fresh workers on one code cache meet the same broken CPP choice: the first runs the
+    compiler on it, the second gets the same failure without the compiler, and the same verdict
+    (messages number kernels per process: the numbers are left out)."""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "PYTHONPATH": str(REPO_ROOT)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", BROKEN_CHOICE_IN_A_FRESH_WORKER], env=env, cwd=REPO_ROOT,
+                                      check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+            for _ in range(2)]
+    assert any(s.startswith("dropped:") and "CppTemplateCaller" in s for s, _ in runs[0]["verdict"]), runs[0]
+    assert runs[1]["verdict"] == runs[0]["verdict"]
+    assert len(runs[0]["failing"]) == len(set(runs[0]["failing"])) >= 1, runs[0]  # each broken module compiled once
+    assert runs[1]["failing"] == [], runs[1]  # and never again
 
 
 def remembered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str) -> tuple[list[str], list[str]]:
