@@ -140,8 +140,24 @@ class _References:
     def of(self, model: KernelModel) -> list[programs.Expected]:
         if model not in self._by_model:
             with self.timings.phase("eager and reference"):
-                self._by_model[model] = [_on_cpu(programs.expected(self.case, call, model)) for call in self.wide]
+                self._by_model[model] = [_expected(self.case, call, model) for call in self.wide]
         return self._by_model[model]
+
+
+def _expected(case: Case, wide: list[torch.Tensor], model: KernelModel) -> programs.Expected:
+    """The float64 reference and bounds of one call, on the CPU; computed on the case's device,
+    else on the CPU where the device is out of memory (workers sharing a GPU fill it at times)."""
+    try:
+        return _on_cpu(programs.expected(case, wide, model))
+    except torch.OutOfMemoryError:
+        release_device_memory()
+        return programs.expected(case, [t.cpu() for t in wide], model)
+
+
+def release_device_memory() -> None:
+    """Give the GPU memory this process's allocator caches back to the device (for other workers)."""
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def _on_cpu(expected: programs.Expected) -> programs.Expected:

@@ -7,7 +7,7 @@ import re
 import time
 
 from fuzz.catalogue_cache import shared_catalogue
-from fuzz.harness import HashLedger, run_case
+from fuzz.harness import HashLedger, release_device_memory, run_case
 from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates
 from oracles import check_all
 from oracles.model import Observation, Violation
@@ -47,6 +47,9 @@ class FuzzSession:
 
     def _observe(self, case: Case) -> tuple[Observation, list[Violation]]:
         obs = run_case(case, ledger=self.ledger)
+        if out_of_memory(obs):  # another worker on the GPU may hold what it needed: once more, with ours freed
+            release_device_memory()
+            obs = run_case(case, ledger=self.ledger)
         if any(is_triton(c.template) for c in obs.choices):
             obs.catalogue = self.catalogue
         began = time.perf_counter()
@@ -82,6 +85,12 @@ class FuzzSession:
             return None
         kinds = {failure_kind(v.signature) for v in violations}
         return kinds | {k.split("@")[0] for k in kinds}  # an autotuned result may come from any choice
+
+
+def out_of_memory(obs: Observation) -> bool:
+    """The case ran out of device memory somewhere (eager, compile and run, a single choice)."""
+    failures = [obs.eager_failure, obs.compile_failure, *(f for _, f in obs.choice_failures)]
+    return any(f is not None and f.type == "OutOfMemoryError" for f in failures)
 
 
 def failure_kind(signature: str) -> str:

@@ -311,6 +311,7 @@ def worker_main(read_fd: int, write_fd: int) -> None:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the driver asks for this before killing a hang
     coverage = _start_coverage()
     try:
+        from fuzz.harness import release_device_memory
         from fuzz.session import FuzzSession
         from strategies.case import Case, CaseError
 
@@ -336,6 +337,7 @@ def worker_main(read_fd: int, write_fd: int) -> None:
         _test_fault(case)
         began = time.monotonic()
         verdict = session.evaluate(case)
+        release_device_memory()  # what this case's tensors took goes back to the GPU's other workers
         result = serialize_verdict(verdict, time.monotonic() - began)
         if coverage is not None:
             coverage.save()

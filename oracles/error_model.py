@@ -27,6 +27,7 @@ kernel:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
@@ -87,20 +88,27 @@ def accumulation(mag: Tensor, prefixes: Prefixes, out_dtype: torch.dtype, model:
 
 
 PREFIX_CHUNK = 1 << 24
-"""Elements of the (rows, K, columns) product tensor formed at once."""
+"""Elements of the (..., rows, K, columns) product tensor formed at once (128 MiB of float64)."""
 
 
 def prefixes(a: Tensor, b: Tensor) -> Prefixes:
     """The prefix sums of the products of each element of `a @ b` (float64, batch dims
-    broadcasting like matmul), in row chunks to bound memory."""
+    broadcasting like matmul), a chunk of rows at a time: each chunk's prefix sums are reduced
+    before the next is formed, so memory stays near PREFIX_CHUNK elements (one row of every
+    batch at least) whatever the case's size."""
     a, b = torch.broadcast_tensors(a[..., :, :, None], b[..., None, :, :])  # (..., M, K, N)
-    rows = max(1, PREFIX_CHUNK // max(1, a.shape[-2] * a.shape[-1]))
-    sums = [(a[..., i:i + rows, :, :] * b[..., i:i + rows, :, :]).cumsum(-2) for i in range(0, a.shape[-3], rows)]
-    if not sums:
+    per_row = math.prod(a.shape[:-3]) * a.shape[-2] * a.shape[-1]
+    rows = max(1, PREFIX_CHUNK // max(1, per_row))
+    spread, drift = [], []
+    for i in range(0, a.shape[-3], rows):
+        sums = (a[..., i:i + rows, :, :] * b[..., i:i + rows, :, :]).cumsum(-2)
+        spread.append(sums.square().sum(-2).sqrt())
+        drift.append(sums.abs().sum(-2))
+        del sums
+    if not spread:
         empty = torch.zeros(a.shape[:-2] + a.shape[-1:], dtype=a.dtype, device=a.device)
         return Prefixes(empty, empty)
-    return Prefixes(torch.cat([s.square().sum(-2).sqrt() for s in sums], -2),
-                    torch.cat([s.abs().sum(-2) for s in sums], -2))
+    return Prefixes(torch.cat(spread, -2), torch.cat(drift, -2))
 
 
 def row_prefixes(values: Tensor) -> Prefixes:
