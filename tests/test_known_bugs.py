@@ -5,6 +5,9 @@ disappears when the case runs again without the trigger."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -32,11 +35,28 @@ affected = pytest.mark.skipif(not any(torch.__version__.startswith(v) for v in C
                               reason="the registry says this torch is not affected")
 
 
+FRESH_VERDICT = ("import json, sys; from fuzz.session import FuzzSession; from strategies.case import Case; "
+                 "v = FuzzSession().evaluate(Case.loads(sys.stdin.read())); "
+                 "print(json.dumps({'violations': [x.signature for x in v.violations], "
+                 "'known': sorted({b.name for _, b in v.known})}))")
+
+
+def fresh_verdict(case: Case) -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]] | None]:
+    """Evaluate `case` in a fresh process, as a campaign worker does: the child's exit and, when it
+    ended normally, its new violations' signatures and the known bugs seen."""
+    proc = subprocess.run([sys.executable, "-c", FRESH_VERDICT], input=case.dumps(), capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    return proc, json.loads(proc.stdout.splitlines()[-1]) if proc.returncode == 0 and proc.stdout else None
+
+
 @affected
 def test_cpp_gemm_offset_weight_bug_still_reproduces_and_is_explained() -> None:
-    verdict = FuzzSession().evaluate(offset_weight_case("CPP,ATEN"))
-    assert verdict.violations == []  # every_choice: the CPP choice runs alone, whichever wins autotuning
-    assert {bug.name for _, bug in verdict.known} == {CPP_OFFSET.name}
+    """In a fresh process: in pytest's worker, after other test files, the bug was seen to vanish
+    (on the H200 and on 2 cores; alone, or beside 3 or 6 busy loops, it showed in each of six runs)."""
+    proc, verdict = fresh_verdict(offset_weight_case("CPP,ATEN"))
+    assert verdict is not None, proc.stderr[-2000:]
+    assert verdict["violations"] == []  # every_choice: the CPP choice runs alone, whichever wins autotuning
+    assert verdict["known"] == [CPP_OFFSET.name]
 
 
 @affected
@@ -275,21 +295,16 @@ def test_the_mkl_packing_of_an_empty_batch_dies_or_passes_and_is_explained() -> 
     dies that way, and the registry explains the death and keeps it out of in-process tests, or it
     gets the CPP bug's verdict."""
     import signal
-    import subprocess
-    import sys
 
     case = empty_rows_case(0, "ATEN", n=255)
-    code = ("import sys; from fuzz.session import FuzzSession; from strategies.case import Case; "
-            "v = FuzzSession().evaluate(Case.loads(sys.stdin.read())); print(len(v.violations), len(v.known))")
-    proc = subprocess.run([sys.executable, "-c", code], input=case.dumps(), capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    proc, verdict = fresh_verdict(case)
     killer = process_killer(case, torch.__version__)
     assert killer is not None and killer.name == "freezing-mkl-linear-m0-sigfpe"
     if proc.returncode < 0:
         death = Violation("process", "crash", f"killed:{signal.Signals(-proc.returncode).name}:mm", "died")
         assert [b.name if b else None for _, b in candidates([death], case, torch.__version__)] == [killer.name]
     else:
-        assert proc.returncode == 0 and proc.stdout.split() == ["0", "0"], proc.stdout + proc.stderr[-2000:]
+        assert verdict == {"violations": [], "known": []}, proc.stdout + proc.stderr[-2000:]
     assert process_killer(empty_rows_case(0, "ATEN"), torch.__version__) is None  # N = 128 runs in-process
 
 
