@@ -88,6 +88,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               ("aten-cpu-bf16-bmm-odd-k-inf-nan",),
               "oneDNN's bf16 batched matmul on AVX-512 (aten/src/ATen/native/mkldnn/Matmul.cpp): K is paired, the "
               "inf likely meets a zero pad"),
+    RootCause("aten-bf16-amx-nan-in-finite-rows",
+              "torch.bmm / torch.mm on CPU in bf16 put NaN into rows whose inputs are finite when other rows hold "
+              "NaN/inf (AMX Xeon)",
+              ("aten-cpu-bf16-amx-nan-in-finite-rows",),
+              "oneDNN's bf16 matmul with AMX tiles (aten/src/ATen/native/mkldnn/Matmul.cpp): a NaN of one row "
+              "likely reaches others through a blocked or padded tile"),
     RootCause("mm-epilogue-zero-scalar",
               "[inductor][cuda] max-autotune addmm/baddbmm with alpha=0 or beta=0 propagates inf/NaN from the term "
               "eager ignores",

@@ -396,3 +396,23 @@ def test_the_bf16_odd_k_bmm_region_is_the_campaigns_case_and_float32_leaves_it()
     even_k = dataclasses.replace(case, inputs=(TensorSpec((8, 13, 8), (104, 8, 1), 0, "bfloat16"),
                                                TensorSpec((8, 8, 31), (248, 31, 1), 0, "bfloat16"), case.inputs[2]))
     assert not bug.applies(even_k) and not bug.applies(dataclasses.replace(case, value_mode="normal"))
+
+
+def test_the_amx_bf16_region_is_the_property_tests_case_and_float32_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI property test's case on an AMX Xeon: a bf16 matmul whose second call has a batch of 2
+    and K = 208 (even, so not the odd-K bug), nonfinite values; only on a host with AMX bf16."""
+    from fuzz import known_bugs
+
+    case = Case.make(op="matmul", device="cpu", value_mode="nonfinite", seed=2489, consumers=("cat_mm_cols",),
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON,CPP"},
+                     inputs=(TensorSpec((1, 146, 208), (208, 0, 1), 0, "bfloat16"),
+                             TensorSpec((1, 208, 2), (5, 4, 1), 0, "bfloat16")),
+                     second_call=(TensorSpec((2, 146, 208), (208, 416, 1), 0, "bfloat16"),
+                                  TensorSpec((2, 208, 2), (2, 0, 1), 0, "bfloat16")))
+    bug = REGIONS["aten-cpu-bf16-amx-nan-in-finite-rows"]
+    monkeypatch.setattr(known_bugs, "_host_has_amx_bf16", lambda: True)
+    assert bug.matches(Violation("numerics", "wrong result", "nonfinite:matmul:bfloat16", "m"), case, "2.13.0+cpu")
+    assert not bug.applies(bug.untrigger(case)) and not bug.applies(dataclasses.replace(case, value_mode="normal"))
+    assert not REGIONS["aten-cpu-bf16-bmm-odd-k-inf-nan"].applies(case)
+    monkeypatch.setattr(known_bugs, "_host_has_amx_bf16", lambda: False)
+    assert not bug.applies(case)
