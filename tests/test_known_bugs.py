@@ -51,8 +51,9 @@ def fresh_verdict(case: Case) -> tuple[subprocess.CompletedProcess[str], dict[st
 
 @affected
 def test_cpp_gemm_offset_weight_bug_still_reproduces_and_is_explained() -> None:
-    """In a fresh process: in pytest's worker, after other test files, the bug was seen to vanish
-    (on the H200 and on 2 cores; alone, or beside 3 or 6 busy loops, it showed in each of six runs)."""
+    """In a fresh process, as a campaign worker runs it: in pytest's worker, after other test files,
+    the bug vanished once on 2 cores (alone, or beside 3 or 6 busy loops, it showed in each of six
+    runs). On the H200 under `-n 8` it vanishes in a fresh process too: load-dependent there."""
     proc, verdict = fresh_verdict(offset_weight_case("CPP,ATEN"))
     assert verdict is not None, proc.stderr[-2000:]
     assert verdict["violations"] == []  # every_choice: the CPP choice runs alone, whichever wins autotuning
@@ -414,5 +415,8 @@ def test_the_amx_bf16_region_is_the_property_tests_case_and_float32_leaves_it(mo
     assert bug.matches(Violation("numerics", "wrong result", "nonfinite:matmul:bfloat16", "m"), case, "2.13.0+cpu")
     assert not bug.applies(bug.untrigger(case)) and not bug.applies(dataclasses.replace(case, value_mode="normal"))
     assert not REGIONS["aten-cpu-bf16-bmm-odd-k-inf-nan"].applies(case)
+    half = dataclasses.replace(case, inputs=tuple(dataclasses.replace(t, dtype="float16") for t in case.inputs),
+                               second_call=tuple(dataclasses.replace(t, dtype="float16") for t in case.second_call))
+    assert not bug.applies(half) and not bug.applies(dataclasses.replace(case, op="mm"))  # just outside: unexplained
     monkeypatch.setattr(known_bugs, "_host_has_amx_bf16", lambda: False)
     assert not bug.applies(case)
