@@ -476,7 +476,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="cpp-gemm-frozen-weight-storage-offset",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm):\w+(@CppTemplateCaller)?",),
+        # any choice's single-choice compile: the program's other selections (a cat's mm) still pick CPP
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm):\w+(@.+)?",),
         applies=lambda c: _frozen_cpp(c) and c.inputs[1].offset != 0,
         untrigger=_weight_at_offset_zero,
         tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "

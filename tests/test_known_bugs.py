@@ -60,6 +60,21 @@ def test_cpp_gemm_offset_weight_bug_still_reproduces_and_is_explained() -> None:
     assert verdict["known"] == [CPP_OFFSET.name]
 
 
+def test_the_offset_bug_explains_any_single_choice_compile_beside_a_cpp_selection() -> None:
+    """A default campaign's finding: an ATen choice compiled alone, while the program's other
+    selection (a cat's mm) still autotuned and picked CPP, got the CPP kernel's wrong values. The
+    region still ends at a weight without an offset."""
+    inside = dataclasses.replace(offset_weight_case("CPP,ATEN"), consumers=("cat_mm_cols",))
+    outside = dataclasses.replace(offset_weight_case("CPP,ATEN", weight_offset=0), consumers=("cat_mm_cols",))
+    version = CPP_OFFSET.torch_versions[0]
+    for signature in ("exact-mismatch:addmm:float32@aten::_mkl_linear", "nonfinite:mm:float16@aten::mm"):
+        wrong = Violation("numerics", "wrong result", signature, "addmm: 12 element(s) differ")
+        assert CPP_OFFSET.matches(wrong, inside, version)
+        assert not CPP_OFFSET.matches(wrong, outside, version)
+    assert not CPP_OFFSET.matches(Violation("numerics", "wrong result", "output-strides:addmm@aten::_mkl_linear", "x"),
+                                  inside, version)
+
+
 @affected
 def test_a_bias_offset_is_outside_the_weight_offset_region_and_computes_correctly() -> None:
     case = offset_weight_case("CPP,ATEN", bias_offset=3, weight_offset=0)
