@@ -216,10 +216,13 @@ def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _
     """Compile once per choice of every autotune selection, that choice alone (in the first graph
     and in any graph a later call recompiles), run every call and check each output."""
     for s, event, others in single_choice_plan(obs.selections):
-        for choice in event.choices:
-            outputs, failure, _ = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice))
+        for i, choice in enumerate(event.choices):
+            rank = sum((c.template, c.description) == (choice.template, choice.description) for c in event.choices[:i])
+            outputs, failure, rec = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice, rank))
             if failure is not None:
                 obs.choice_failures.append((choice, failure))
             elif outputs is not None:
+                if not rec.isolated:
+                    obs.unisolated.append(choice)
                 model = kernel_model(case, [choice, *others])
                 obs.results.extend(_checks(eager, outputs, references.of(model), choice))

@@ -29,7 +29,7 @@ class ChoiceRecord:
 
     @property
     def family(self) -> str:
-        """Stable name for signatures: the template uid, else its class (CPP names carry counters)."""
+        """Stable name for signatures: the template uid, else its class (e.g. CppTemplateCaller)."""
         return self.template if "::" in self.template else self.template_class
 
 
@@ -154,6 +154,7 @@ class Observation:
     eager_failure: Failure | None = None
     compile_failure: Failure | None = None
     choice_failures: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)
+    unisolated: list[ChoiceRecord] = dataclasses.field(default_factory=list)  # single-choice compiles that ran others
     placements: list[Placement] = dataclasses.field(default_factory=list)  # of the autotuned compile's results
     earlier_hashes: dict[str, str | None] = dataclasses.field(default_factory=dict)
     catalogue: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)

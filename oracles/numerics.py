@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from oracles.model import CRASH, WRONG_RESULT, Observation, OutputCheck, TensorMeta, Violation
+from oracles.model import CRASH, VACUOUS, WRONG_RESULT, Observation, OutputCheck, TensorMeta, Violation
 
 
 def _judged(check: OutputCheck) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,6 +53,10 @@ def check(obs: Observation) -> list[Violation]:
         out.append(Violation("numerics", CRASH, f"choice-crash:{obs.case.op}@{choice.family}:{failure.type}",
                                  f"{obs.case.op}: compiling with only {choice.template} [{choice.description}] "
                                  f"raised {failure.type}: {failure.message}"))
+    for choice in obs.unisolated:
+        out.append(Violation("numerics", VACUOUS, f"not-isolated:{obs.case.op}@{choice.family}",
+                             f"{obs.case.op}: the compile meant to run {choice.template} [{choice.description}] alone "
+                             f"found no such choice in its first graph, so it autotuned: that choice went unchecked"))
     return out
 
 

@@ -260,7 +260,8 @@ def record_choice(choice: Any) -> ChoiceRecord:
     description = str(getattr(choice, "description", ""))[:200]
     if template is None:  # e.g. CPP templates (DataProcessorChoiceCallerWrapper around a CppTemplateCaller)
         inner = getattr(choice, "_wrapped", choice)
-        return ChoiceRecord(kind="template", template=str(getattr(choice, "name", type(inner).__name__)),
+        name = re.sub(r"_\d+$", "", str(getattr(choice, "name", type(inner).__name__)))  # less the instance count
+        return ChoiceRecord(kind="template", template=name,
                             template_class=type(inner).__name__, layout=layout, src_hash=None, has_src_hash=False,
                             description=description)
     return ChoiceRecord(kind="extern" if isinstance(template, ExternKernelChoice) else "template",
@@ -298,6 +299,7 @@ class Recording:
         self.offered: list[list[int]] = []  # ids of the choices each autotune selection offered
         self.unplaced: list[tuple[Any, str, Any, bool]] = []  # (graph, op, buffer, flexible) awaiting codegen
         self.placements: list[Placement] = []
+        self.isolated = False  # a single-choice compile left its choice alone in the first graph
 
     def place(self, graph: Any) -> None:
         """Read, once `graph` is scheduled, where each mm-family result it selected ended up."""
@@ -340,17 +342,23 @@ class Recording:
 
 @dataclasses.dataclass(frozen=True)
 class KeepChoice:
-    """Leave the `ordinal`-th autotune selection of every graph with one choice: `choice` itself,
-    else (a recompiled graph offering other configs) the first choice of the same template, else all."""
+    """Leave the `ordinal`-th autotune selection of every graph with one choice: the `rank`-th of
+    those like `choice` (same template and config), else (a recompiled graph offering other configs)
+    the first choice of the same template, else all. Only an exact pick in the first graph isolates
+    the choice (Recording.isolated)."""
 
     ordinal: int
     choice: ChoiceRecord
+    rank: int = 0
 
-    def apply(self, offered: list[Any], records: list[ChoiceRecord]) -> list[Any]:
+    def pick(self, offered: list[Any], records: list[ChoiceRecord]) -> tuple[list[Any], bool]:
+        """(the choices left, whether that is the very choice)."""
         same = [c for c, r in zip(offered, records) if (r.template, r.description) ==
                 (self.choice.template, self.choice.description)]
+        if len(same) > self.rank:
+            return [same[self.rank]], True
         family = [c for c, r in zip(offered, records) if r.template == self.choice.template]
-        return (same or family)[:1] or offered
+        return family[:1] or offered, False
 
 
 @contextlib.contextmanager
@@ -432,7 +440,9 @@ def record_selections(device_type: str, keep: KeepChoice | None = None) -> Itera
             out_dtype=str(getattr(layout, "dtype", "")).removeprefix("torch."),
             device=str(getattr(getattr(layout, "device", None), "type", device_type))))
         if keep is not None and keep.ordinal == ordinal:
-            return keep.apply(choices, records)
+            kept, exact = keep.pick(choices, records)
+            rec.isolated = rec.isolated or (exact and rec.graphs == 1)
+            return kept
         return choices
 
     def after_benchmark(timings: dict[Any, float], name: str, input_nodes: Any, choices: list[Any],

@@ -16,7 +16,9 @@ import torch
 from hypothesis import given, settings
 
 from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates, process_killer, without_backend
+from fuzz.harness import run_case
 from fuzz.session import FuzzSession, failure_kind
+from oracles import check_all
 from oracles.model import Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
 
@@ -58,6 +60,25 @@ def test_cpp_gemm_offset_weight_bug_still_reproduces_and_is_explained() -> None:
     assert verdict is not None, proc.stderr[-2000:]
     assert verdict["violations"] == []  # every_choice: the CPP choice runs alone, whichever wins autotuning
     assert verdict["known"] == [CPP_OFFSET.name]
+
+
+@affected
+def test_the_cpp_choice_alone_shows_the_offset_bug_when_it_loses_autotuning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every CPP benchmark planted 1000x slower than the best: ATen computes the autotuned compile's
+    result (right), and only the compile that keeps the CPP choice alone can see its wrong values
+    (the H200's loaded CPU once made CPP lose, and the single-choice compile autotuned again)."""
+    from torch._inductor import select_algorithm
+
+    real = select_algorithm.AlgorithmSelectorCache.benchmark
+
+    def cpp_loses(self: object, choices: list[object], *args: object, **kwargs: object) -> dict[object, float]:
+        timings = real(self, choices, *args, **kwargs)
+        slowest = 1000 * max(timings.values())
+        return {c: slowest if "Cpp" in type(getattr(c, "_wrapped", c)).__name__ else t for c, t in timings.items()}
+
+    monkeypatch.setattr(select_algorithm.AlgorithmSelectorCache, "benchmark", cpp_loses)
+    found = {v.signature for v in check_all(run_case(offset_weight_case("CPP,ATEN")))}
+    assert found == {"exact-mismatch:addmm:float32@CppTemplateCaller"}
 
 
 def test_the_offset_bug_explains_any_single_choice_compile_beside_a_cpp_selection() -> None:

@@ -5,6 +5,7 @@ On the CPU, in the CI profile; the GPU-only ones run where a GPU is visible."""
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 
 import pytest
 import torch
@@ -169,6 +170,23 @@ def test_a_cpp_template_that_silently_vanishes_is_reported(monkeypatch: pytest.M
     verdict = FuzzSession().evaluate(case)
     assert not verdict.rejected
     assert expected <= {v.signature for v in verdict.violations}
+
+
+def test_a_cpp_choice_missing_from_its_single_choice_compile_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPP template offered to the autotuned compile but not to the compile meant to run it
+    alone: that compile autotunes over what is left, so the CPP kernel went unchecked."""
+    from torch._inductor.codegen.cpp_gemm_template import CppGemmTemplate
+
+    case = dataclasses.replace(frozen_mm("ATEN,CPP"), every_choice=True)
+    assert signatures(observe(case)) == set()
+    real, calls = CppGemmTemplate.add_choices.__func__, []
+
+    def first_call_only(cls: type, choices: list[object], *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(cls, choices, *args, **kwargs) if len(calls) == 1 else None
+
+    monkeypatch.setattr(CppGemmTemplate, "add_choices", classmethod(first_call_only))
+    assert "not-isolated:mm@CppTemplateCaller" in signatures(observe(case))
 
 
 def failing_benchmarks(monkeypatch: pytest.MonkeyPatch, fails: collections.abc.Callable[[object], bool]) -> None:
