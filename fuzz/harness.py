@@ -122,7 +122,7 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
             obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
         if case.every_choice and failure is None:
             with timings.phase("single-choice compiles"):
-                _check_every_choice(case, obs, eager, references)
+                _check_every_choice(case, obs, eager, references, rec.padding)
     obs.timings = timings.seconds
     if ledger is not None:
         ledger.note(obs)
@@ -165,15 +165,17 @@ def _on_cpu(expected: programs.Expected) -> programs.Expected:
 
 
 def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None = None,
-                     timings: Timings | None = None) -> tuple[_Run | None, Failure | None, observe.Recording]:
+                     timings: Timings | None = None, padding: dict[str, list[bool]] | None = None,
+                     ) -> tuple[_Run | None, Failure | None, observe.Recording]:
     """Compile the program in a fresh dynamo state and run every call; (outputs, failure, events).
-    With `timings`, the time is split into inductor's phases (the rest is "compile and run")."""
+    With `timings`, the time is split into inductor's phases (the rest is "compile and run"); with
+    `padding`, pad-mm decides as in the compile that recorded it."""
     torch._dynamo.reset()  # also clears torch's compile-time metrics: `compiling` reads them after
     first_args, weights = programs.split_inputs(case, materialize(case))
     module = programs.Program(case, weights)
     patch = {**observe.LOWERING_SKIPPING_CACHES, **case.config_dict, "freezing": case.frozen_weights}
     timed = timings.compiling("compile and run") if timings else contextlib.nullcontext()
-    with timed, torch._inductor.config.patch(patch), observe.record_selections(case.device, keep) as rec:
+    with timed, torch._inductor.config.patch(patch), observe.record_selections(case.device, keep, padding) as rec:
         try:
             fn = torch.compile(module, dynamic=True if case.dynamic else None)  # None: static, then automatic
             run = _Run()
@@ -212,13 +214,16 @@ def single_choice_plan(selections: Sequence[SelectionEvent]) -> list[tuple[int, 
             for s, event in enumerate(e for e in autotuned if e.graph == 0) if len(event.choices) > 1]
 
 
-def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _References) -> None:
+def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _References,
+                        padding: dict[str, list[bool]]) -> None:
     """Compile once per choice of every autotune selection, that choice alone (in the first graph
-    and in any graph a later call recompiles), run every call and check each output."""
+    and in any graph a later call recompiles), with the autotuned compile's pad-mm decisions (the
+    same graph), run every call and check each output."""
     for s, event, others in single_choice_plan(obs.selections):
         for i, choice in enumerate(event.choices):
             rank = sum((c.template, c.description) == (choice.template, choice.description) for c in event.choices[:i])
-            outputs, failure, rec = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice, rank))
+            outputs, failure, rec = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice, rank),
+                                                     padding=padding)
             if failure is not None:
                 obs.choice_failures.append((choice, failure))
             elif outputs is not None:

@@ -219,12 +219,14 @@ def _require(condition: bool, what: str) -> None:
 def check_hooks() -> None:
     """Fail loudly if any hook the observer relies on moved in the installed torch."""
     from torch._inductor import choices, select_algorithm, virtualized
+    from torch._inductor.fx_passes import pad_mm
 
     _require(hasattr(choices.InductorChoices, "get_template_configs"), "InductorChoices.get_template_configs")
     _require(hasattr(choices.InductorChoices, "_need_to_fix_layout"), "InductorChoices._need_to_fix_layout")
     _require(hasattr(virtualized.V, "set_choices_handler"), "V.set_choices_handler")
     _require(hasattr(select_algorithm, "add_preprocessing_fn"), "select_algorithm.add_preprocessing_fn")
     _require(hasattr(select_algorithm, "add_feedback_saver"), "select_algorithm.add_feedback_saver")
+    _require(hasattr(pad_mm, "should_pad"), "fx_passes.pad_mm.should_pad")
     _require(hasattr(select_algorithm.ExternKernelChoice, "src_hash")
              or "src_hash" in select_algorithm.ExternKernelChoice.__init__.__code__.co_names,
              "ExternKernelChoice.src_hash")
@@ -300,6 +302,7 @@ class Recording:
         self.unplaced: list[tuple[Any, str, Any, bool]] = []  # (graph, op, buffer, flexible) awaiting codegen
         self.placements: list[Placement] = []
         self.isolated = False  # a single-choice compile left its choice alone in the first graph
+        self.padding: dict[str, list[bool]] = {}  # pad-mm's decisions, per op and operand shapes, in order
 
     def place(self, graph: Any) -> None:
         """Read, once `graph` is scheduled, where each mm-family result it selected ended up."""
@@ -362,6 +365,31 @@ class KeepChoice:
 
 
 @contextlib.contextmanager
+def _pad_decisions(rec: Recording, replay: dict[str, list[bool]] | None) -> Iterator[None]:
+    """Note each pad-mm decision (per op and operand shapes, in order) in `rec.padding`; with
+    `replay`, repeat those instead of deciding again. Pad-mm benchmarks padded against unpadded on a
+    GPU, so a later compile of the same program may pad where the first did not: other shapes,
+    other configs, and the choice a single-choice compile must keep is not offered."""
+    from torch._inductor.fx_passes import pad_mm
+
+    decide = pad_mm.should_pad
+    replayed = {key: list(decisions) for key, decisions in (replay or {}).items()}
+
+    def should_pad(match: Any, mat1: Any, mat2: Any, op: Any, *args: Any, **kwargs: Any) -> bool:
+        key = f"{op} {[(tuple(t.shape), tuple(t.stride()), str(t.dtype)) for t in (mat1, mat2)]}"
+        pending = replayed.get(key)
+        decision = pending.pop(0) if pending else bool(decide(match, mat1, mat2, op, *args, **kwargs))
+        rec.padding.setdefault(key, []).append(decision)
+        return decision
+
+    pad_mm.should_pad = should_pad
+    try:
+        yield
+    finally:
+        pad_mm.should_pad = decide
+
+
+@contextlib.contextmanager
 def _watch_lowerings(rec: Recording) -> Iterator[None]:
     """Wrap inductor's lowerings of mm-family aten ops to note, per node, whether lowering made a
     template selection or decomposed the op into pointwise/reduction IR (e.g. tiny bmm on CPU)."""
@@ -411,9 +439,11 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def record_selections(device_type: str, keep: KeepChoice | None = None) -> Iterator[Recording]:
+def record_selections(device_type: str, keep: KeepChoice | None = None,
+                      padding: dict[str, list[bool]] | None = None) -> Iterator[Recording]:
     """Record every template-selection call made while the body compiles. With `keep`, one
-    selection of each graph is left with a single choice (a single-choice compile)."""
+    selection of each graph is left with a single choice (a single-choice compile); with `padding`
+    (an earlier compile's Recording.padding), pad-mm decides as it did there."""
     check_hooks()
     from torch._inductor import config, select_algorithm
     from torch._inductor.virtualized import V
@@ -452,7 +482,7 @@ def record_selections(device_type: str, keep: KeepChoice | None = None) -> Itera
     select_algorithm.add_preprocessing_fn(before_autotune)
     select_algorithm.add_feedback_saver(after_benchmark)
     try:
-        with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), config.patch(
+        with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), _pad_decisions(rec, padding), config.patch(
                 post_grad_custom_post_pass=_post_grad_probe(rec)):
             yield rec
     finally:

@@ -189,6 +189,43 @@ def test_a_cpp_choice_missing_from_its_single_choice_compile_is_reported(monkeyp
     assert "not-isolated:mm@CppTemplateCaller" in signatures(observe(case))
 
 
+def test_single_choice_compiles_repeat_the_first_compiles_padding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pad-mm decides by benchmarking (on a GPU), so it may decide otherwise in a later compile of the
+    same program: planted here as a decision that flips on every call. A single-choice compile
+    repeats the first compile's decisions, per op and operand shapes, and decides anew only past them."""
+    from torch._inductor.fx_passes import pad_mm
+
+    from oracles.observe import record_selections
+
+    flips = iter([True, False, False, True, True])
+    monkeypatch.setattr(pad_mm, "should_pad", lambda *args, **kwargs: next(flips))
+    a, b, c = torch.ones(8, 6), torch.ones(6, 4), torch.ones(8, 8)
+    with record_selections("cpu") as first:
+        decided = [pad_mm.should_pad(None, a, b, torch.ops.aten.mm), pad_mm.should_pad(None, c, c, torch.ops.aten.mm)]
+    with record_selections("cpu", padding=first.padding) as again:
+        repeated = [pad_mm.should_pad(None, a, b, torch.ops.aten.mm), pad_mm.should_pad(None, c, c, torch.ops.aten.mm),
+                    pad_mm.should_pad(None, c, c, torch.ops.aten.mm)]
+    assert decided == [True, False] and repeated == [True, False, False]
+    assert list(again.padding.values()) == [[True], [False, False]]
+
+
+@cuda
+def test_a_pad_decision_that_flips_between_compiles_leaves_every_choice_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._inductor.fx_passes import pad_mm
+
+    calls: list[int] = []
+
+    def flipping(*args: object, **kwargs: object) -> bool:
+        calls.append(1)
+        return len(calls) % 2 == 1
+
+    case = mm_case("bfloat16", 1023, device="cuda", every_choice=True,
+                   config={"max_autotune_gemm_backends": "ATEN,TRITON", "test_configs.max_mm_configs": 2})
+    monkeypatch.setattr(pad_mm, "should_pad", flipping)
+    found = signatures(observe(case))
+    assert calls and not any(s.startswith("not-isolated") for s in found), found
+
+
 def failing_benchmarks(monkeypatch: pytest.MonkeyPatch, fails: collections.abc.Callable[[object], bool]) -> None:
     """Autotuning benchmarks every choice `fails` picks as inf (what inductor records for a choice
     that raised while it ran)."""
