@@ -221,9 +221,8 @@ def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _
     same graph), run every call and check each output."""
     for s, event, others in single_choice_plan(obs.selections):
         for i, choice in enumerate(event.choices):
-            rank = sum((c.template, c.description) == (choice.template, choice.description) for c in event.choices[:i])
-            outputs, failure, rec = _compile_and_run(case, len(eager.values), observe.KeepChoice(s, choice, rank),
-                                                     padding=padding)
+            keep = observe.KeepChoice.of(s, event.choices, i)
+            outputs, failure, rec = _compile_and_run(case, len(eager.values), keep, padding=padding)
             if failure is not None:
                 obs.choice_failures.append((choice, failure))
             elif outputs is not None:

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -343,6 +343,10 @@ class Recording:
         return sum(e.source == "autotune" and e.graph == self.graphs - 1 for e in self.selections)
 
 
+def _same_config(a: ChoiceRecord, b: ChoiceRecord) -> bool:
+    return (a.template, a.description) == (b.template, b.description)
+
+
 @dataclasses.dataclass(frozen=True)
 class KeepChoice:
     """Leave the `ordinal`-th autotune selection of every graph with one choice: the `rank`-th of
@@ -354,10 +358,15 @@ class KeepChoice:
     choice: ChoiceRecord
     rank: int = 0
 
+    @classmethod
+    def of(cls, ordinal: int, choices: Sequence[ChoiceRecord], index: int) -> KeepChoice:
+        """Keep `choices[index]` of the `ordinal`-th selection (ranked among the choices like it)."""
+        like = [c for c in choices[:index] if _same_config(c, choices[index])]
+        return cls(ordinal, choices[index], len(like))
+
     def pick(self, offered: list[Any], records: list[ChoiceRecord]) -> tuple[list[Any], bool]:
         """(the choices left, whether that is the very choice)."""
-        same = [c for c, r in zip(offered, records) if (r.template, r.description) ==
-                (self.choice.template, self.choice.description)]
+        same = [c for c, r in zip(offered, records) if _same_config(r, self.choice)]
         if len(same) > self.rank:
             return [same[self.rank]], True
         family = [c for c, r in zip(offered, records) if r.template == self.choice.template]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import warnings
+from collections.abc import Callable
 
 import pytest
 from hypothesis import event, reject, target
@@ -71,3 +72,20 @@ def assert_reject_rate_within_ceiling(op: str) -> None:
     assert total and rejected <= REJECT_CEILING * total, \
         f"{op}: {rejected} of {total} cases rejected (ceiling {REJECT_CEILING:.0%}): the strategies draw cases " \
         "that cannot be tested"
+
+
+def is_cpp_choice(choice: object) -> bool:
+    """A CPP template choice (frozen weights wrap it in a DataProcessorChoiceCallerWrapper)."""
+    return "Cpp" in type(getattr(choice, "_wrapped", choice)).__name__
+
+
+def rig_benchmarks(monkeypatch: pytest.MonkeyPatch, rig: Callable[[dict[object, float]], dict[object, float]]) -> None:
+    """Autotuning's benchmark timings (choice -> time) pass through `rig` before a winner is picked."""
+    from torch._inductor import select_algorithm
+
+    real = select_algorithm.AlgorithmSelectorCache.benchmark
+
+    def benchmark(self: object, choices: list[object], *args: object, **kwargs: object) -> dict[object, float]:
+        return rig(real(self, choices, *args, **kwargs))
+
+    monkeypatch.setattr(select_algorithm.AlgorithmSelectorCache, "benchmark", benchmark)

@@ -16,6 +16,7 @@ from fuzz.session import FuzzSession
 from oracles import check_all
 from oracles.model import Observation
 from strategies.case import Case, TensorSpec, contiguous_strides
+from tests.checking import is_cpp_choice, rig_benchmarks
 
 Kernel = collections.abc.Callable[..., torch.Tensor]
 REAL_MM = select_algorithm.extern_kernels.mm
@@ -229,13 +230,7 @@ def test_a_pad_decision_that_flips_between_compiles_leaves_every_choice_isolated
 def failing_benchmarks(monkeypatch: pytest.MonkeyPatch, fails: collections.abc.Callable[[object], bool]) -> None:
     """Autotuning benchmarks every choice `fails` picks as inf (what inductor records for a choice
     that raised while it ran)."""
-    real = select_algorithm.AlgorithmSelectorCache.benchmark
-
-    def benchmark(self: object, choices: list[object], *args: object, **kwargs: object) -> dict[object, float]:
-        timings = real(self, choices, *args, **kwargs)
-        return {c: float("inf") if fails(c) else t for c, t in timings.items()}
-
-    monkeypatch.setattr(select_algorithm.AlgorithmSelectorCache, "benchmark", benchmark)
+    rig_benchmarks(monkeypatch, lambda timings: {c: float("inf") if fails(c) else t for c, t in timings.items()})
 
 
 def test_every_choice_failing_to_run_is_a_crash_not_a_rejection(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -250,7 +245,7 @@ def test_every_choice_failing_to_run_is_a_crash_not_a_rejection(monkeypatch: pyt
 def test_a_template_dropped_after_failing_to_run_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     case = frozen_mm("ATEN,CPP")
     assert signatures(observe(case)) == set()
-    failing_benchmarks(monkeypatch, lambda choice: "Cpp" in type(getattr(choice, "_wrapped", choice)).__name__)
+    failing_benchmarks(monkeypatch, is_cpp_choice)
     found = signatures(observe(case))  # ATen serves it: the compile succeeds without the CPP choice
     assert "dropped:packed_linear@CppTemplateCaller:benchmark" in found
 
