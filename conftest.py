@@ -47,7 +47,9 @@ def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def fuzz_session():  # type: ignore[no-untyped-def]
     from fuzz.session import FuzzSession
-    from oracles.observe import precompile_benchmark_headers
+    from oracles.observe import link_with_gold, precompile_benchmark_headers, skip_guard_latency_profiling
 
-    precompile_benchmark_headers()  # the campaign workers' compile speed-up, for the property tests too
+    precompile_benchmark_headers()  # the campaign workers' compile speed-ups, for the property tests too
+    link_with_gold()
+    skip_guard_latency_profiling()
     return FuzzSession()

@@ -354,9 +354,12 @@ def _warm_up(session: Any, device: str) -> None:
     CPU the thread count stays inductor's: it shapes the CPP GEMM code)."""
     import torch
 
-    from oracles.observe import precompile_benchmark_headers, remember_compile_failures, serialize_gpu_benchmarks
+    from oracles.observe import (link_with_gold, precompile_benchmark_headers, remember_compile_failures,
+                                 serialize_gpu_benchmarks, skip_guard_latency_profiling)
 
     precompile_benchmark_headers()
+    skip_guard_latency_profiling()
+    link_with_gold()  # under the failure memory: it keys and raises inductor's own command
     remember_compile_failures()
     if device == "cuda":
         if os.environ.get(GPU_LOCK_ENV):

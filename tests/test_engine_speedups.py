@@ -3,7 +3,9 @@ catalogue per installed inductor (recomputed when it changes or the stored copy 
 and one code cache per machine, CPP benchmark modules compile with the precompiled header and
 still fail on broken C++, the workers of one GPU time kernels one at a time, workers are forked
 from a zygote that paid the imports once (and deaths still read as before), a C++ compile that
-failed is not run again, and the bench's utilization sampler sees a busy core."""
+failed is not run again, modules link with gold (and a link only gold fails runs inductor's own
+command), compiles skip dynamo's guard-latency sample (the guards still hold), and the bench's
+utilization sampler sees a busy core."""
 
 from __future__ import annotations
 
@@ -237,6 +239,81 @@ def test_a_killed_or_crashed_compiler_runs_again(monkeypatch: pytest.MonkeyPatch
     runs, errors = remembered(monkeypatch, tmp_path, output)
     assert len(runs) == 2 and errors[0] == errors[1]
 
+
+
+def linked_through_gold(monkeypatch: pytest.MonkeyPatch, compiler: object = None) -> list[str]:
+    """Install the gold link over a compiler that records each command (and runs the real one,
+    or calls `compiler(cmd)` instead); undone after the test."""
+    from torch._inductor import cpp_builder
+
+    commands: list[str] = []
+    real = cpp_builder._run_compile_cmd
+
+    def run(cmd: str, cwd: str) -> None:
+        commands.append(cmd)
+        compiler(cmd) if compiler is not None else real(cmd, cwd)  # type: ignore[operator]
+
+    monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
+    assert observe.link_with_gold() and observe.link_with_gold()  # idempotent: one layer
+    return commands
+
+
+@pytest.mark.skipif(not observe._links_with_gold("g++"), reason="this machine's g++ cannot link with gold")
+def test_modules_link_with_gold_and_the_verdict_stays(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fresh_code_caches(monkeypatch, tmp_path)
+    commands = linked_through_gold(monkeypatch)
+    verdict = FuzzSession().evaluate(frozen_cpp_mm())
+    assert not verdict.rejected and verdict.violations == []
+    links = [c for c in commands if " -shared " in c]
+    assert links and all(c.endswith(observe.GOLD) for c in links), commands
+    built = [Path(arg) for c in links for arg in c.split() if arg.endswith(".so") and Path(arg).is_file()]
+    assert built and all(b".note.gnu.gold-version" in so.read_bytes() for so in built)  # gold's own mark
+
+
+def test_a_link_that_fails_only_with_gold_runs_inductors_own_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._inductor import cpp_builder, exc
+
+    def compiler(cmd: str) -> None:  # the planted bug: gold cannot link what GNU ld can
+        if cmd.endswith(observe.GOLD):
+            raise exc.CppCompileError(cmd.split(), "ld.gold: internal error in relocate_section")
+
+    monkeypatch.setattr(observe, "_links_with_gold", lambda compiler: True)
+    commands = linked_through_gold(monkeypatch, compiler)
+    cpp_builder._run_compile_cmd("g++ k.cpp -O3 -shared -o k.so", ".")
+    assert commands == [f"g++ k.cpp -O3 -shared -o k.so {observe.GOLD}", "g++ k.cpp -O3 -shared -o k.so"]
+    cpp_builder._run_compile_cmd("g++ k.cpp -O3 -c -o k.o", ".")  # no link: nothing changed
+    assert commands[-1] == "g++ k.cpp -O3 -c -o k.o"
+
+
+def test_a_source_error_under_gold_is_inductors_own_and_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._inductor import cpp_builder, exc
+
+    def compiler(cmd: str) -> None:
+        raise exc.CppCompileError(cmd.split(), "k.cpp:1:18: error: 'undeclared_name' was not declared")
+
+    monkeypatch.setattr(observe, "_links_with_gold", lambda compiler: True)
+    commands = linked_through_gold(monkeypatch, compiler)
+    with pytest.raises(exc.CppCompileError) as raised:
+        cpp_builder._run_compile_cmd("g++ k.cpp -O3 -shared -o k.so", ".")
+    assert len(commands) == 1 and raised.value.cmd == ["g++", "k.cpp", "-O3", "-shared", "-o", "k.so"]
+    assert "undeclared_name" in raised.value.output
+
+
+def test_compiles_skip_the_guard_latency_sample_and_guards_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._dynamo import guards
+
+    samples: list[int] = []
+    monkeypatch.setattr(guards, "profile_guard_manager", lambda *args: samples.append(1) or 0.0)
+    torch._dynamo.reset()
+    torch.compile(lambda x: x * 2, dynamic=False)(torch.ones(3))
+    assert samples == [1]  # the hook is where this torch samples
+    assert observe.skip_guard_latency_profiling()
+    torch._dynamo.reset()
+    counter = torch._dynamo.testing.CompileCounter()
+    double = torch.compile(lambda x: x * 2, backend=counter, dynamic=False)
+    assert double(torch.ones(3)).tolist() == [2.0] * 3 and double(torch.ones(3)).tolist() == [2.0] * 3
+    assert double(torch.ones(4)).tolist() == [2.0] * 4  # the shape guard fails: compiled again
+    assert samples == [1] and counter.frame_count == 2
 
 def kernel(x: torch.Tensor) -> torch.Tensor:
     return (x * 3).sum(0)
