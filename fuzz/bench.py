@@ -5,7 +5,9 @@ The workload is a list of cases the strategies draw for the machine's device fro
 The naive baseline runs them in order in one plain process, each with a fresh `torch.compile`
 and inductor's caches off (`force_disable_caches`, empty cache directories), applying the same
 oracles (FuzzSession.evaluate), for the budget; its time ends with the last case that ended within
-it. The suite then runs the very cases the naive loop finished (cases differ widely in cost)
+it. The suite then runs the very cases the naive loop finished (cases differ widely in cost),
+longest first by the naive loop's time for each (a campaign's stream of cases never runs dry, so
+the rate must not count workers idle at the end of a finite list waiting for one last slow case),
 through the campaign's isolated workers (fuzz.workers.Executor: N per GPU, or N on the CPU), all
 sharing one warm code cache (the caches that skip lowering stay off in both), timed from when
 every worker is ready to the end of its last case: a campaign overlaps start-up with its budget,
@@ -50,6 +52,7 @@ class Side:
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
     utilization: str = ""  # how busy the cores and the GPU were while it ran
     verdicts: dict[int, str] = dataclasses.field(default_factory=dict)  # case index -> verdict_digest
+    durations: dict[int, float] = dataclasses.field(default_factory=dict)  # case index -> its seconds
 
     @property
     def per_minute(self) -> float:
@@ -59,6 +62,7 @@ class Side:
         """Count case `index`, whose serialized verdict (fuzz.workers.serialize_verdict) is `verdict`."""
         self.cases += 1
         self.verdicts[index] = verdict_digest(verdict)
+        self.durations[index] = float(verdict.get("seconds", 0.0))
         for phase, seconds in verdict.get("timings", {}).items():
             self.phases[phase] = self.phases.get(phase, 0.0) + seconds
 
@@ -118,7 +122,9 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
             raise RuntimeError(f"the naive loop failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
         data = json.loads(out.read_text())
     verdicts = {int(i): v for i, v in data["verdicts"].items()}
-    return Side("naive", data["cases"], data["seconds"], data["startup_s"], data["phases"], busy.summary(), verdicts)
+    durations = {int(i): s for i, s in data["durations"].items()}
+    return Side("naive", data["cases"], data["seconds"], data["startup_s"], data["phases"], busy.summary(), verdicts,
+                durations)
 
 
 def naive_main(spec_path: str) -> None:
@@ -144,17 +150,17 @@ def naive_main(spec_path: str) -> None:
     Path(spec_path + ".out").write_text(json.dumps(dataclasses.asdict(side)))
 
 
-def run_suite(cases: list[dict[str, Any]], budget_s: float, workers: int, device: str,
+def run_suite(cases: list[tuple[int, dict[str, Any]]], budget_s: float, workers: int, device: str,
               log: Callable[[str], None]) -> Side:
-    """The campaign engine's workers, `workers` of them per GPU (or on the CPU), fed the list in order
-    until it is done or the budget is spent; its time runs from when every worker is ready to the
-    end of the last case (the budget when not every case ended within it)."""
+    """The campaign engine's workers, `workers` of them per GPU (or on the CPU), fed the (index, case)
+    list in order until it is done or the budget is spent; its time runs from when every worker is
+    ready to the end of the last case (the budget when not every case ended within it)."""
     gpus = visible_gpu_ids() if device == "cuda" else []
     plan = [gpus[i % len(gpus)] for i in range(workers * len(gpus))] if gpus else [""] * workers
     threads = max(1, usable_cpus() // len(plan))
     side, lock = Side(f"suite x{workers}", seconds=budget_s), threading.Lock()
     todo = queue.Queue[tuple[int, dict[str, Any]]]()
-    for index, case in enumerate(cases):
+    for index, case in cases:
         todo.put((index, case))
     began, start, last, errors = time.monotonic(), [0.0], [0.0], list[str]()
     busy = Utilization(gpus[0] if len(gpus) == 1 else None)
@@ -216,13 +222,19 @@ def breakdown(sides: list[Side]) -> str:
 
 def bench(budget_s: float, workers: list[int], device: str, seed: int, log: Callable[[str], None]) -> list[Side]:
     """Run the workload through the naive loop for the budget, then the very cases it finished
-    through the suite with each worker count (cases differ in cost: every side gets the same ones)."""
+    through the suite with each worker count (cases differ in cost: every side gets the same ones),
+    longest first."""
     cases = workload(device, seed, WORKLOAD)
     log(f"workload: {len(cases)} cases drawn on {device} from seed {seed}; budget {budget_s:g}s for the naive loop")
     naive = run_naive(cases, budget_s, device)
     log(f"naive: {naive.cases} cases in {naive.seconds:.0f}s ({naive.per_minute:.1f}/min), start-up {naive.startup_s:.0f}s; "
         f"{naive.utilization}")
-    return [naive] + [run_suite(cases[:naive.cases], SUITE_CAP * budget_s, n, device, log) for n in workers]
+    return [naive] + [run_suite(longest_first(cases, naive), SUITE_CAP * budget_s, n, device, log) for n in workers]
+
+
+def longest_first(cases: list[dict[str, Any]], naive: Side) -> list[tuple[int, dict[str, Any]]]:
+    """The cases the naive loop finished, as (index, case), the longest it took first."""
+    return sorted(((i, cases[i]) for i in naive.verdicts), key=lambda item: -naive.durations[item[0]])
 
 
 def summary(sides: list[Side]) -> str:

@@ -354,11 +354,12 @@ def _warm_up(session: Any, device: str) -> None:
     CPU the thread count stays inductor's: it shapes the CPP GEMM code)."""
     import torch
 
-    from oracles.observe import (link_with_gold, precompile_benchmark_headers, remember_compile_failures,
-                                 serialize_gpu_benchmarks, skip_guard_latency_profiling)
+    from oracles.observe import (link_with_gold, parse_templates_once, precompile_benchmark_headers,
+                                 remember_compile_failures, serialize_gpu_benchmarks, skip_guard_latency_profiling)
 
     precompile_benchmark_headers()
     skip_guard_latency_profiling()
+    parse_templates_once()
     link_with_gold()  # under the failure memory: it keys and raises inductor's own command
     remember_compile_failures()
     if device == "cuda":

@@ -1,6 +1,6 @@
 """The benchmark's bookkeeping, with stand-in workers: every side gets the very cases the naive
-loop finished, a side's time ends with its last case, verdicts that differ from the naive loop's
-are listed, and the last line states the ratio."""
+loop finished, longest first, a side's time ends with its last case, verdicts that differ from the
+naive loop's are listed, and the last line states the ratio."""
 
 from __future__ import annotations
 
@@ -38,12 +38,14 @@ def test_every_side_runs_the_naive_sides_cases_and_its_time_ends_with_the_last(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "workload", lambda device, seed, n: [{"n": i} for i in range(100)])
     naive_verdicts = {i: "rejected" if i == 5 else "pass" for i in range(6)}
+    naive_seconds = {0: 1.0, 1: 9.0, 2: 3.0, 3: 2.0, 4: 8.0, 5: 0.5}
     monkeypatch.setattr(bench, "run_naive", lambda cases, budget_s, device: bench.Side(
-        "naive", 6, budget_s, 1.0, {"oracles": 6.0}, verdicts=naive_verdicts))
+        "naive", 6, budget_s, 1.0, {"oracles": 6.0}, verdicts=naive_verdicts, durations=naive_seconds))
     monkeypatch.setattr(bench, "Executor", SlowExecutor)
     SlowExecutor.ran = []
     naive, one, two = bench.bench(60.0, [1, 2], "cpu", 0, print)
-    assert sorted(SlowExecutor.ran) == sorted([*range(6), *range(6)])  # the naive side's six cases, twice
+    assert SlowExecutor.ran[:6] == [1, 4, 2, 3, 0, 5]  # the naive side's six cases, the longest first
+    assert sorted(SlowExecutor.ran[6:]) == list(range(6))  # and again with two workers
     assert (one.cases, two.cases) == (6, 6) and 1.1 < one.seconds < 3 and 0.5 < two.seconds < one.seconds
     assert one.per_minute > naive.per_minute * 10  # 60 s of naive budget against about 1.2 s
     text = bench.summary([naive, one, two])
@@ -55,5 +57,5 @@ def test_every_side_runs_the_naive_sides_cases_and_its_time_ends_with_the_last(
 
 def test_a_side_that_cannot_finish_is_cut_at_its_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bench, "Executor", SlowExecutor)
-    side = bench.run_suite([{"n": i} for i in range(100)], 1.0, 1, "cpu", print)
+    side = bench.run_suite([(i, {"n": i}) for i in range(100)], 1.0, 1, "cpu", print)
     assert side.seconds == 1.0 and 3 <= side.cases <= 5

@@ -4,7 +4,8 @@ and one code cache per machine, CPP benchmark modules compile with the precompil
 still fail on broken C++, the workers of one GPU time kernels one at a time, workers are forked
 from a zygote that paid the imports once (and deaths still read as before), a C++ compile that
 failed is not run again, modules link with gold (and a link only gold fails runs inductor's own
-command), compiles skip dynamo's guard-latency sample (the guards still hold), and the bench's
+command), compiles skip dynamo's guard-latency sample (the guards still hold), kernel templates are parsed
+once and render the same kernels, and the bench's
 utilization sampler sees a busy core."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -258,13 +260,19 @@ def linked_through_gold(monkeypatch: pytest.MonkeyPatch, compiler: object = None
     return commands
 
 
-@pytest.mark.skipif(not observe._links_with_gold("g++"), reason="this machine's g++ cannot link with gold")
+def inductors_compiler_links_with_gold() -> bool:
+    from torch._inductor import cpp_builder
+
+    return observe._links_with_gold(cpp_builder.get_cpp_compiler())
+
+
+@pytest.mark.skipif(not inductors_compiler_links_with_gold(), reason="inductor's C++ compiler cannot link with gold here")
 def test_modules_link_with_gold_and_the_verdict_stays(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fresh_code_caches(monkeypatch, tmp_path)
     commands = linked_through_gold(monkeypatch)
     verdict = FuzzSession().evaluate(frozen_cpp_mm())
     assert not verdict.rejected and verdict.violations == []
-    links = [c for c in commands if " -shared " in c]
+    links = [c for c in commands if observe.links_shared_object(shlex.split(c))]
     assert links and all(c.endswith(observe.GOLD) for c in links), commands
     built = [Path(arg) for c in links for arg in c.split() if arg.endswith(".so") and Path(arg).is_file()]
     assert built and all(b".note.gnu.gold-version" in so.read_bytes() for so in built)  # gold's own mark
@@ -314,6 +322,35 @@ def test_compiles_skip_the_guard_latency_sample_and_guards_still_hold(monkeypatc
     assert double(torch.ones(3)).tolist() == [2.0] * 3 and double(torch.ones(3)).tolist() == [2.0] * 3
     assert double(torch.ones(4)).tolist() == [2.0] * 4  # the shape guard fails: compiled again
     assert samples == [1] and counter.frame_count == 2
+
+def cpp_sources(cache_dir: Path) -> set[str]:
+    return {p.read_text() for p in cache_dir.rglob("*.cpp")}
+
+
+def test_kernel_templates_parse_once_and_render_the_same_kernels(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    from torch._inductor.codegen.common import KernelTemplate
+
+    held = KernelTemplate.__dict__["_template_from_string"].__func__
+    parse = getattr(held, "__wrapped__", held)  # inductor's own, whether or not this process parses once
+    parsed: list[str] = []
+    monkeypatch.setattr(KernelTemplate, "_template_from_string",
+                        staticmethod(lambda source: parsed.append(source) or parse(source)))
+    fresh_code_caches(monkeypatch, tmp_path / "inductor")
+    assert FuzzSession().evaluate(frozen_cpp_mm()).violations == []
+    own, own_parses = cpp_sources(tmp_path / "inductor"), len(parsed)
+    assert own and own_parses  # torch 2.13 parses the GEMM template again on each render, 2.11 once a compile
+    assert observe.parse_templates_once() and observe.parse_templates_once()  # idempotent: one layer
+    parses = []
+    for run in ("once", "again"):
+        fresh_code_caches(monkeypatch, tmp_path / run)
+        assert FuzzSession().evaluate(frozen_cpp_mm()).violations == []
+        assert cpp_sources(tmp_path / run) == own  # the same kernels, byte for byte
+        parses.append(len(parsed))
+    assert parses[0] - own_parses == len(set(parsed[own_parses:])) and parses[1] == parses[0]  # each source once
+    first, second = (KernelTemplate._template_from_string(s) for s in ("a{{ x }}", "b{{ x }}"))
+    assert (first.render(x=1), second.render(x=1)) == ("a1", "b1")  # keyed by the source
+
 
 def kernel(x: torch.Tensor) -> torch.Tensor:
     return (x * 3).sum(0)
