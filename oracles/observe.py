@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,34 +86,48 @@ def remember_compile_failures() -> bool:
     as before. A speed-up for the suite's workers (a campaign that keeps drawing or shrinking a
     case whose C++ does not compile), never applied by the naive baseline; False (nothing
     changed) where this torch lacks the hook."""
-    from torch._inductor import cpp_builder, exc
+    from torch._inductor import exc
 
     try:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
     except ImportError:
         return False
+
+    def remembering(original: CompileCommand) -> CompileCommand:
+        def run_compile_cmd(cmd_line: str, cwd: str) -> None:
+            stored = _failure_record(cmd_line, cwd, Path(cache_dir()))
+            if stored is not None and stored.is_file():
+                raise exc.CppCompileError(shlex.split(cmd_line), stored.read_text(encoding="utf-8"))
+            try:
+                original(cmd_line, cwd)
+            except exc.CppCompileError as error:
+                if stored is not None and SOURCE_ERROR.search(error.output) and not TRANSIENT_FAILURE.search(error.output):
+                    stored.parent.mkdir(parents=True, exist_ok=True)
+                    partial = stored.with_suffix(f".{os.getpid()}.tmp")
+                    partial.write_text(error.output, encoding="utf-8")
+                    os.replace(partial, stored)
+                raise
+        return run_compile_cmd
+
+    return _wrap_compile_commands("mm_fuzz_remembers_failures", remembering)
+
+
+CompileCommand = Callable[[str, str], None]
+"""How inductor runs one compiler command line: (command line, working directory)."""
+
+
+def _wrap_compile_commands(marker: str, wrap: Callable[[CompileCommand], CompileCommand]) -> bool:
+    """Run inductor's compiler commands through `wrap(the runner in place)`, installed once per
+    process (`marker` tells it is); False where this torch lacks the hook."""
+    from torch._inductor import cpp_builder, exc
+
     original = getattr(cpp_builder, "_run_compile_cmd", None)
     if original is None or not hasattr(exc, "CppCompileError"):
         return False
-    if getattr(original, "mm_fuzz_remembers_failures", False):
-        return True
-
-    def run_compile_cmd(cmd_line: str, cwd: str) -> None:
-        stored = _failure_record(cmd_line, cwd, Path(cache_dir()))
-        if stored is not None and stored.is_file():
-            raise exc.CppCompileError(shlex.split(cmd_line), stored.read_text(encoding="utf-8"))
-        try:
-            original(cmd_line, cwd)
-        except exc.CppCompileError as error:
-            if stored is not None and SOURCE_ERROR.search(error.output) and not TRANSIENT_FAILURE.search(error.output):
-                stored.parent.mkdir(parents=True, exist_ok=True)
-                partial = stored.with_suffix(f".{os.getpid()}.tmp")
-                partial.write_text(error.output, encoding="utf-8")
-                os.replace(partial, stored)
-            raise
-
-    run_compile_cmd.mm_fuzz_remembers_failures = True  # type: ignore[attr-defined]
-    cpp_builder._run_compile_cmd = run_compile_cmd
+    if not getattr(original, marker, False):
+        runner = wrap(original)
+        setattr(runner, marker, True)
+        cpp_builder._run_compile_cmd = runner
     return True
 
 
@@ -145,31 +159,25 @@ def link_with_gold() -> bool:
     0.16 s). Compiling is untouched (same source, flags and object code); only the `-shared` link
     that packs the object into a .so changes. A compile error is raised as inductor's own command
     gave it; any other failure runs inductor's own command, so a gold-only link failure is never a
-    verdict. A speed-up for the suite's workers, never applied by the naive baseline; False
-    (nothing changed) where this torch lacks the hook or this machine lacks gold."""
-    from torch._inductor import cpp_builder, exc
+    verdict. A speed-up for the suite's workers, never applied by the naive baseline; a compiler
+    that cannot link with gold runs its commands unchanged; False where this torch lacks the hook."""
+    from torch._inductor import exc
 
-    original = getattr(cpp_builder, "_run_compile_cmd", None)
-    if original is None or not hasattr(exc, "CppCompileError"):
-        return False
-    if getattr(original, "mm_fuzz_links_with_gold", False):
-        return True
-
-    def run_compile_cmd(cmd_line: str, cwd: str) -> None:
-        args = shlex.split(cmd_line)
-        if not links_shared_object(args) or any(a.startswith("-fuse-ld") for a in args) \
-                or not _links_with_gold(args[0]):
+    def linking_with_gold(original: CompileCommand) -> CompileCommand:
+        def run_compile_cmd(cmd_line: str, cwd: str) -> None:
+            args = shlex.split(cmd_line)
+            if not links_shared_object(args) or any(a.startswith("-fuse-ld") for a in args) \
+                    or not _links_with_gold(args[0]):
+                return original(cmd_line, cwd)
+            try:
+                return original(f"{cmd_line} {GOLD}", cwd)
+            except exc.CppCompileError as error:
+                if SOURCE_ERROR.search(error.output):
+                    raise exc.CppCompileError(args, error.output) from None
             return original(cmd_line, cwd)
-        try:
-            return original(f"{cmd_line} {GOLD}", cwd)
-        except exc.CppCompileError as error:
-            if SOURCE_ERROR.search(error.output):
-                raise exc.CppCompileError(args, error.output) from None
-        return original(cmd_line, cwd)
+        return run_compile_cmd
 
-    run_compile_cmd.mm_fuzz_links_with_gold = True  # type: ignore[attr-defined]
-    cpp_builder._run_compile_cmd = run_compile_cmd
-    return True
+    return _wrap_compile_commands("mm_fuzz_links_with_gold", linking_with_gold)
 
 
 def links_shared_object(args: Sequence[str]) -> bool:
