@@ -47,11 +47,7 @@ def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def fuzz_session():  # type: ignore[no-untyped-def]
     from fuzz.session import FuzzSession
-    from oracles.observe import (link_with_gold, parse_templates_once, precompile_benchmark_headers,
-                                 skip_guard_latency_profiling)
+    from oracles.observe import speed_up_compiles
 
-    precompile_benchmark_headers()  # the campaign workers' compile speed-ups, for the property tests too
-    link_with_gold()
-    skip_guard_latency_profiling()
-    parse_templates_once()
+    speed_up_compiles()  # the campaign workers' compile speed-ups, for the property tests too
     return FuzzSession()

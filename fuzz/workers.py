@@ -354,13 +354,9 @@ def _warm_up(session: Any, device: str) -> None:
     CPU the thread count stays inductor's: it shapes the CPP GEMM code)."""
     import torch
 
-    from oracles.observe import (link_with_gold, parse_templates_once, precompile_benchmark_headers,
-                                 remember_compile_failures, serialize_gpu_benchmarks, skip_guard_latency_profiling)
+    from oracles.observe import remember_compile_failures, serialize_gpu_benchmarks, speed_up_compiles
 
-    precompile_benchmark_headers()
-    skip_guard_latency_profiling()
-    parse_templates_once()
-    link_with_gold()  # under the failure memory: it keys and raises inductor's own command
+    speed_up_compiles()  # gold first: the failure memory over it keys and raises inductor's own command
     remember_compile_failures()
     if device == "cuda":
         if os.environ.get(GPU_LOCK_ENV):

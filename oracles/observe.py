@@ -231,6 +231,16 @@ def parse_templates_once() -> bool:
     return True
 
 
+def speed_up_compiles() -> None:
+    """Install the compile speed-ups that leave what the oracles see as it was (each function's
+    docstring says why): precompiled headers for CPP benchmark modules, no guard-latency sample,
+    templates parsed once, modules linked with gold."""
+    precompile_benchmark_headers()
+    skip_guard_latency_profiling()
+    parse_templates_once()
+    link_with_gold()
+
+
 COMPILER_MODULES = (
     "torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx", "torch._inductor.graph",
     "torch._inductor.scheduler", "torch._inductor.select_algorithm", "torch._inductor.kernel.mm",
