@@ -21,6 +21,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -151,6 +152,8 @@ def _failure_record(cmd_line: str, cwd: str, cache: Path) -> Path | None:
 
 
 GOLD = "-fuse-ld=gold"
+GOLD_REFUSED: dict[str, str] = {}
+"""Compilers whose gold link of one of inductor's modules failed in this process, and gold's output."""
 
 
 def link_with_gold() -> bool:
@@ -159,21 +162,24 @@ def link_with_gold() -> bool:
     0.16 s). Compiling is untouched (same source, flags and object code); only the `-shared` link
     that packs the object into a .so changes. A compile error is raised as inductor's own command
     gave it; any other failure runs inductor's own command, so a gold-only link failure is never a
-    verdict. A speed-up for the suite's workers, never applied by the naive baseline; a compiler
-    that cannot link with gold runs its commands unchanged; False where this torch lacks the hook."""
+    verdict, and after one such failure this process links with inductor's own linker again (on the
+    H200 image gold cannot find /opt/gcc's libstdc++.so, which GNU ld finds). A speed-up for the
+    suite's workers, never applied by the naive baseline; a compiler that cannot link a C++ shared
+    object with gold runs its commands unchanged; False where this torch lacks the hook."""
     from torch._inductor import exc
 
     def linking_with_gold(original: CompileCommand) -> CompileCommand:
         def run_compile_cmd(cmd_line: str, cwd: str) -> None:
             args = shlex.split(cmd_line)
             if not links_shared_object(args) or any(a.startswith("-fuse-ld") for a in args) \
-                    or not _links_with_gold(args[0]):
+                    or args[0] in GOLD_REFUSED or not _links_with_gold(args[0]):
                 return original(cmd_line, cwd)
             try:
                 return original(f"{cmd_line} {GOLD}", cwd)
             except exc.CppCompileError as error:
                 if SOURCE_ERROR.search(error.output):
                     raise exc.CppCompileError(args, error.output) from None
+                GOLD_REFUSED[args[0]] = error.output
             return original(cmd_line, cwd)
         return run_compile_cmd
 
@@ -187,12 +193,17 @@ def links_shared_object(args: Sequence[str]) -> bool:
 
 @functools.cache
 def _links_with_gold(compiler: str) -> bool:
-    """Whether `compiler` links with gold on this machine (asked once per process)."""
-    try:
-        probe = subprocess.run([compiler, GOLD, "-Wl,--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return probe.returncode == 0 and "GNU gold" in probe.stdout
+    """Whether `compiler` links a C++ shared object with gold on this machine (asked once per
+    process: gold's own note must be in the result, so a compiler that ignores the flag says no)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source, shared = Path(tmp, "probe.cpp"), Path(tmp, "probe.so")
+        source.write_text("int mm_fuzz_probe() { return 0; }\n")
+        try:
+            subprocess.run([compiler, str(source), "-shared", "-fPIC", GOLD, "-o", str(shared)],
+                           capture_output=True, timeout=60, check=True)
+            return b".note.gnu.gold-version" in shared.read_bytes()
+        except (OSError, subprocess.SubprocessError):
+            return False
 
 
 def skip_guard_latency_profiling() -> bool:

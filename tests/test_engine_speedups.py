@@ -255,6 +255,7 @@ def linked_through_gold(monkeypatch: pytest.MonkeyPatch, compiler: object = None
         compiler(cmd) if compiler is not None else real(cmd, cwd)  # type: ignore[operator]
 
     monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
+    monkeypatch.setattr(observe, "GOLD_REFUSED", {})
     assert observe.link_with_gold() and observe.link_with_gold()  # idempotent: one layer
     return commands
 
@@ -290,6 +291,29 @@ def test_a_link_that_fails_only_with_gold_runs_inductors_own_command(monkeypatch
     assert commands == [f"g++ k.cpp -O3 -shared -o k.so {observe.GOLD}", "g++ k.cpp -O3 -shared -o k.so"]
     cpp_builder._run_compile_cmd("g++ k.cpp -O3 -c -o k.o", ".")  # no link: nothing changed
     assert commands[-1] == "g++ k.cpp -O3 -c -o k.o"
+    cpp_builder._run_compile_cmd("g++ m.cpp -O3 -shared -o m.so", ".")  # gold refused once: not asked again
+    assert commands[-1] == "g++ m.cpp -O3 -shared -o m.so" and len(commands) == 4
+    assert "relocate_section" in observe.GOLD_REFUSED["g++"]
+
+
+FAKE_COMPILER = """#!/bin/sh
+# a compiler driver that takes any flags; {behaviour}
+for arg; do [ "$prev" = "-o" ] && out="$arg"; prev="$arg"; done
+{action}
+"""
+
+
+@pytest.mark.parametrize(("behaviour", "action", "links"), [
+    ("gold fails (the H200's)", 'echo "ld.gold: error: cannot open /opt/gcc/lib/.../libstdc++.so" >&2; exit 1', False),
+    ("it ignores -fuse-ld=gold", 'printf "ELF without the note" > "$out"', False),
+    ("gold links", 'printf "ELF .note.gnu.gold-version" > "$out"', True),
+])
+def test_gold_is_used_only_by_a_compiler_that_links_a_cpp_module_with_it(tmp_path: Path, behaviour: str, action: str,
+                                                                          links: bool) -> None:
+    fake = tmp_path / "g++"
+    fake.write_text(FAKE_COMPILER.format(behaviour=behaviour, action=action))
+    fake.chmod(0o755)
+    assert observe._links_with_gold(str(fake)) is links
 
 
 def test_a_source_error_under_gold_is_inductors_own_and_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
