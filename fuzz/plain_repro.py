@@ -23,7 +23,6 @@ import math
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ import torch
 from fuzz import programs
 from fuzz.children import REPO_ROOT
 from fuzz.known_bugs import DEFAULT_BACKENDS
+from fuzz.repro import run_bounded
 from fuzz.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
 from strategies.case import Case, TensorSpec, contiguous_strides
 
@@ -373,7 +373,7 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
 class Outcome:
     """How one run of a script ended."""
 
-    status: str  # "passed", "raised", "mismatch" (its own assertion), "killed", "hang"
+    status: str  # "passed", "raised", "mismatch" (its own assertion), "killed", "hang", or CUT
     type: str = ""  # exception type or signal name
     message: str = ""
     frame: str = ""  # innermost inductor frame, "file:function" (as in crash signatures)
@@ -405,24 +405,26 @@ sys.exit(0 if result["status"] == "passed" else 1)
 '''
 
 
+CUT = "cut"
+"""The status of a run stopped by the search's budget, not by its own timeout: no verdict."""
+
+
 def run_script(path: Path, timeout_s: float) -> Outcome:
-    """Run a script as `python script.py` would (fresh inductor caches), and say how it ended."""
+    """Run a script as `python script.py` would (fresh inductor caches), and say how it ended (at
+    `timeout_s` it is killed, with the processes it started: a hang)."""
     path = Path(path).resolve()
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-plain-") as tmp:
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
                "TRITON_CACHE_DIR": f"{tmp}/triton"}
         result = Path(tmp) / "result.json"
-        try:
-            proc = subprocess.run([sys.executable, "-c", _PROBE, str(path), str(result)], cwd=tmp, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            return Outcome("hang", message=f"no result within {timeout_s:g}s", output=out)
-        if proc.returncode < 0:
-            return Outcome("killed", signal.Signals(-proc.returncode).name, output=proc.stdout)
-        data = json.loads(result.read_text()) if result.is_file() else \
-            {"status": "raised", "type": f"exit status {proc.returncode}"}
-        return Outcome(**data, output=proc.stdout)
+        code, output, _ = run_bounded([sys.executable, "-c", _PROBE, str(path), str(result)], cwd=tmp, env=env,
+                                      timeout_s=timeout_s, merge_output=True)
+        if code is None:
+            return Outcome("hang", message=f"no result within {timeout_s:g}s", output=output)
+        if code < 0:
+            return Outcome("killed", signal.Signals(-code).name, output=output)
+        data = json.loads(result.read_text()) if result.is_file() else {"status": "raised", "type": f"exit status {code}"}
+        return Outcome(**data, output=output)
 
 
 def same_failure(outcome: Outcome, violation: Mapping[str, str]) -> bool:
@@ -463,7 +465,7 @@ class Search:
     flips: list[tuple[str, Outcome]]
     runs: int
     seconds: float
-    out_of_time: bool = False  # a form was left untried: the budget was spent
+    out_of_time: bool = False  # no form failed and one was left untried, or the second run was: the budget was spent
 
 
 def _describe(form: Form, other: Form) -> str:
@@ -504,20 +506,27 @@ def _flip_forms(form: Form, kind: str) -> list[Form]:
 def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outcome],
            budget_s: float = 600.0) -> Search:
     """The smallest form of `case` whose run fails as `violation` did, confirmed by a second run.
-    `run` renders and runs a form; no new form is tried once `budget_s` is spent. A crash is tried
-    with plain random inputs first, a wrong value only with the fuzzer's."""
+    `run` renders and runs a form; no new form is tried once `budget_s` is spent, and a run that
+    `run` cut at the budget (status CUT) counts as untried. A crash is tried with plain random
+    inputs first, a wrong value only with the fuzzer's."""
     began, tried, kind, untried = time.monotonic(), {}, check_kind(violation), []
 
-    def outcome(form: Form) -> Outcome:
-        if form not in tried:
-            tried[form] = run(form)
-        return tried[form]
+    def timed_run(form: Form) -> Outcome | None:
+        """`run(form)`, or None where the budget left no time to run it to the end."""
+        ran = run(form) if time.monotonic() - began < budget_s else None
+        if ran is None or ran.status == CUT:
+            untried.append(form)
+            return None
+        return ran
+
+    def outcome(form: Form) -> Outcome | None:
+        if form not in tried and (ran := timed_run(form)) is not None:
+            tried[form] = ran
+        return tried.get(form)
 
     def fails(form: Form) -> bool:
-        if form not in tried and time.monotonic() - began >= budget_s:
-            untried.append(form)
-            return False
-        return same_failure(outcome(form), violation)
+        ran = outcome(form)
+        return ran is not None and same_failure(ran, violation)
 
     family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]
     config = {**case.config_dict, **({"max_autotune_gemm_backends": family} if family else {})}
@@ -544,13 +553,14 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
     if found is not None and kind in VALUE_CHECKS and _autotuned(found) and len(_backends(found)) > 1 \
             and template in _backends(found) and fails(pinned := found.with_key("max_autotune_gemm_backends", template)):
         found = pinned
-    confirmed = found is not None and same_failure(run(found), violation)
+    again = timed_run(found) if found is not None else None
+    confirmed = again is not None and same_failure(again, violation)
     flips = [] if found is None else \
-        [(_describe(found, f), outcome(f)) for f in _flip_forms(found, kind)
-         if f in tried or time.monotonic() - began < budget_s]
+        [(_describe(found, f), ran) for f in _flip_forms(found, kind) if (ran := outcome(f)) is not None]
     form = found or Form.make(None, config, case.frozen_weights, seeded=True)
-    return Search(form, tried.get(form), found is not None, confirmed, flips, len(tried) + (found is not None),
-                  time.monotonic() - began, out_of_time=found is None and bool(untried))
+    return Search(form, tried.get(form), found is not None, confirmed, flips, len(tried) + (again is not None),
+                  time.monotonic() - began,
+                  out_of_time=bool(untried) if found is None else again is None)
 
 
 # --- writing --------------------------------------------------------------------------------------------
@@ -564,23 +574,30 @@ def plain_path(vendored: str | os.PathLike[str]) -> Path:
 def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, verify: bool = True,
                       timeout_s: float = 600.0, budget_s: float = 600.0) -> dict[str, Any]:
     """Write the plain script for `case` to `path` and what its run printed to `path`.log; with
-    `verify`, search the smallest failing form first. Returns the record kept in the finding."""
+    `verify`, search the smallest failing form first, within `budget_s` of wall time (a run still
+    going then is killed and counts as not run). Returns the record kept in the finding."""
     kind = check_kind(violation)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not verify:
         form = Form.make(None, case.config_dict, case.frozen_weights)
         path.write_text(render(case, violation, form), encoding="utf-8")
         return {"path": str(path), "verified": False, "form": form.to_json(), "check": kind}
+    deadline = time.monotonic() + budget_s
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-forms-") as tmp:
         def run(form: Form) -> Outcome:
             candidate = Path(tmp, f"candidate_{len(os.listdir(tmp))}.py").resolve()
             candidate.write_text(render(case, violation, form), encoding="utf-8")
-            ran = run_script(candidate, timeout_s)
+            left = deadline - time.monotonic()
+            ran = run_script(candidate, min(timeout_s, left))
+            if ran.status == "hang" and left < timeout_s:
+                return Outcome(CUT, message=f"stopped: the {budget_s:g}s for the search were spent")
             return dataclasses.replace(ran, output=ran.output.replace(str(candidate), path.name))
 
         found = search(case, violation, run, budget_s)
     versions = f"torch {torch.__version__}"
     status = (f"Fails on {versions}" if found.confirmed else
+              f"Failed once on {versions}; the time ran out before a second run" if found.reproduced and
+              found.out_of_time else
               f"Failed in 1 of 2 runs on {versions} (autotuning picks its winner by timing)" if found.reproduced else
               f"Not yet run in a failing form on {versions}: the search's time ran out" if found.out_of_time else
               f"Did NOT fail in this form on {versions} (the fuzzer's own harness did)")
@@ -605,20 +622,22 @@ def plain_summary(plain: dict[str, Any]) -> str:
             "killed": f"kills the process with {outcome.get('type')}", "hang": "hangs",
             "passed": "runs without error"}.get(outcome.get("status", ""), "was not run")
     how = ("every run" if plain.get("confirmed") else
+           "one run: the time ran out before a second" if plain.get("reproduced") and plain.get("out_of_time") else
            "one of two runs: autotuning picks its winner by timing" if plain.get("reproduced") else
            "its search for a failing form ran out of time" if plain.get("out_of_time") else
            "the fuzzer's own harness failed on this case" if plain.get("verified") else "")
     return what + (f" ({how})" if how else "")
 
 
-def write_environment(repro_dir: Path) -> Path:
+def write_environment(repro_dir: Path, timeout_s: float = 300.0) -> Path:
     """`python -m torch.utils.collect_env` (versions, OS, CPU model and flags, GPUs) into
-    `repro_dir`/environment.txt, for the drafts of the repros verified here."""
-    proc = subprocess.run([sys.executable, "-m", "torch.utils.collect_env"], capture_output=True, text=True,
-                          timeout=300, check=False)
+    `repro_dir`/environment.txt, for the drafts of the repros verified here (killed at `timeout_s`)."""
+    code, stdout, stderr = run_bounded([sys.executable, "-m", "torch.utils.collect_env"], cwd=os.getcwd(),
+                                       env=os.environ, timeout_s=timeout_s)
     path = Path(repro_dir) / "environment.txt"
-    path.write_text(proc.stdout if proc.returncode == 0 else f"collect_env failed: {proc.stderr.strip()[-500:]}\n",
-                    encoding="utf-8")
+    text = stdout if code == 0 else f"collect_env did not finish within {timeout_s:.0f}s\n" if code is None else \
+        f"collect_env failed: {stderr.strip()[-500:]}\n"
+    path.write_text(text, encoding="utf-8")
     return path
 
 

@@ -356,38 +356,52 @@ def write_repro(case: Any, violations: Sequence[Any], repro_dir: str | os.PathLi
 
 @dataclasses.dataclass
 class ReproResult:
-    exit_code: int | None  # None: it ran past the timeout
+    exit_code: int | None  # None: it ran past the timeout, or was stopped
     verdict: str  # its last line of output
     seconds: float
-    skipped: bool = False  # never started: the campaign was stopped or the checks' time was spent
+    skipped: bool = False  # unchecked: not run, or stopped, because the campaign was stopped or the checks' time was spent
+
+
+def run_bounded(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,
+                cancel: threading.Event | None = None, merge_output: bool = False) -> tuple[int | None, str, str]:
+    """Run `cmd` in a session of its own and return (exit status, stdout, stderr); at `timeout_s`
+    (or once `cancel` is set) its whole process group is killed, the children it started too, and
+    the exit status is None."""
+    began = time.monotonic()
+    proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), text=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_output else subprocess.PIPE,
+                            start_new_session=True)
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=max(0.0, min(0.5, began + timeout_s - time.monotonic())))
+            return proc.returncode, stdout, stderr or ""
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - began >= timeout_s or (cancel is not None and cancel.is_set()):
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                return None, stdout, stderr or ""
 
 
 def run_repro(path: str | os.PathLike[str], timeout_s: float = 900.0,
               cancel: threading.Event | None = None) -> ReproResult:
     """Run a repro with plain `python`, outside the repository, as a user would (killed when
-    `cancel` is set: exit_code None)."""
+    `cancel` is set: exit_code None, skipped)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MM_FUZZ_TEST_FAULT")}
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root() / "repro" / "inductor")
     env["TRITON_CACHE_DIR"] = str(cache_root() / "repro" / "triton")
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-repro-") as cwd:
-        proc = subprocess.Popen([sys.executable, str(Path(path).resolve())], cwd=cwd, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        while True:
-            try:
-                stdout, stderr = proc.communicate(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                late = time.monotonic() - began > timeout_s
-                if late or (cancel is not None and cancel.is_set()):
-                    with contextlib.suppress(OSError):
-                        os.killpg(proc.pid, signal.SIGKILL)  # the script's own child too (process repros)
-                    proc.communicate()
-                    why = f"timed out after {timeout_s:g}s" if late else "not checked: the campaign was stopped"
-                    return ReproResult(None, why, time.monotonic() - began)
+        code, stdout, stderr = run_bounded([sys.executable, str(Path(path).resolve())], cwd=cwd, env=env,
+                                           timeout_s=timeout_s, cancel=cancel)
+    seconds = time.monotonic() - began
+    if code is None:
+        stopped = cancel is not None and cancel.is_set()
+        return ReproResult(None, "not checked: the campaign was stopped" if stopped else
+                           f"timed out after {timeout_s:g}s", seconds, skipped=stopped)
     lines = [ln for ln in stdout.splitlines() if ln.strip()] or [ln for ln in stderr.splitlines() if ln.strip()] \
         or [""]
-    return ReproResult(proc.returncode, lines[-1][:400], time.monotonic() - began)
+    return ReproResult(code, lines[-1][:400], seconds)
 
 
 def finding_meta(f: Finding) -> dict[str, Any]:
@@ -420,8 +434,9 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
     reproduces (`jobs` at a time, new findings first, a line as each ends), and beside it the
     plain-torch repro (fuzz.plain_repro, searched for its smallest failing form when verifying); the
     results are stored in the finding when `findings` is a store. A check whose basis (check_basis)
-    is unchanged since it last ran is not run again; none starts after `time_s` (those repros are
-    written unchecked), and one that started gets only the time left to search plain forms."""
+    is unchanged since it last ran is not run again. `time_s` bounds the wall time of all the
+    checks (the environment report included): none starts after it, and one still running then,
+    repro or plain search, is killed; those repros are written unchecked and say why."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from fuzz.plain_repro import export_plain, plain_summary, write_environment
@@ -442,32 +457,40 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
     bases = [check_basis(f) if verify else "" for f, _ in written]
     again = [i for i, (f, _) in enumerate(written) if verify and _checked_before(f, bases[i], repro_dir)]
     results: dict[int, tuple[ReproResult | None, dict[str, Any]]] = {}
-    environment = write_environment(repro_dir) if verify and len(again) < len(written) else None
     deadline = time.monotonic() + time_s if time_s is not None else float("inf")
 
+    def left() -> float:
+        return deadline - time.monotonic()
+
     def skipped() -> str | None:
-        """Why no check may start now, if none may."""
+        """Why no check may start now (or go on), if none may."""
         if cancel is not None and cancel.is_set():
             return "not checked: the campaign was stopped"
-        return f"not checked: the {time_s:g}s for repro checks were spent" if time.monotonic() >= deadline else None
+        return f"not checked: the {time_s:g}s for repro checks were spent" if left() <= 0 else None
+
+    def unchecked(f: Finding, path: str, why: str, seconds: float = 0.0) -> tuple[ReproResult, dict[str, Any]]:
+        last = f.repro or {}
+        if last.get("exit_code") is not None:  # keep the last check's plain repro, and say when it ran
+            why += f" (last checked {last.get('checked')} with torch {last.get('torch')}: exit {last['exit_code']})"
+            if (repro_dir.parent / str((last.get("plain") or {}).get("path"))).is_file():
+                return ReproResult(None, why, seconds, skipped=True), last["plain"]
+        return ReproResult(None, why, seconds, skipped=True), export_plain(
+            f.best_case, f.violation, path, repro_dir.parent, verify=False, timeout_s=timeout_s, environment=None)
 
     def check(f: Finding, path: str) -> tuple[ReproResult | None, dict[str, Any]]:
-        if verify and (why := skipped()):
-            last = f.repro or {}
-            if last.get("exit_code") is not None:  # keep the last check's plain repro, and say when it ran
-                why += f" (last checked {last.get('checked')} with torch {last.get('torch')}: exit {last['exit_code']})"
-                if (repro_dir.parent / str((last.get("plain") or {}).get("path"))).is_file():
-                    return ReproResult(None, why, 0.0, skipped=True), last["plain"]
-            return ReproResult(None, why, 0.0, skipped=True), export_plain(
-                f.best_case, f.violation, path, repro_dir.parent, verify=False, timeout_s=timeout_s, environment=None)
         if not verify:
             return None, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=False,
                                       timeout_s=timeout_s, environment=None)
-        result = run_repro(path, timeout_s, cancel)
+        if why := skipped():
+            return unchecked(f, path, why)
+        result = run_repro(path, min(timeout_s, left()), cancel)
+        if result.exit_code is None and (why := skipped()):  # stopped by the checks' limit, not its own timeout
+            return unchecked(f, path, f"{why} (stopped after {result.seconds:.0f}s)", result.seconds)
         return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=not skipped(),
-                                    timeout_s=timeout_s, budget_s=min(timeout_s, deadline - time.monotonic()),
-                                    environment=environment)
+                                    timeout_s=timeout_s, budget_s=min(timeout_s, left()), environment=environment)
 
+    environment = write_environment(repro_dir, timeout_s=min(300.0, left())) \
+        if verify and len(again) < len(written) and not skipped() else None
     for i in again:
         f, path = written[i]
         results[i] = ReproResult(f.repro["exit_code"], f.repro["verdict"], f.repro["seconds"] or 0.0), f.repro["plain"]

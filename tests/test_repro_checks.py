@@ -1,7 +1,7 @@
 """The repro checks at the end of a campaign (fuzz.repro.export_findings): progress lines, new
-findings first, no check started once their time is spent (those repros are still written, and
-say why they were not checked), and a repro that reproduced is not run again while its basis is
-unchanged."""
+findings first, no check started once their time is spent and one still running then stopped, its
+children too (those repros are still written, and say why they were not checked), and a repro that
+reproduced is not run again while its basis is unchanged."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-import fuzz.plain_repro as plain_repro
-from fuzz import repro
+from fuzz import plain_repro, repro
 from fuzz.findings import FindingsStore, record_from_violation
 from tests.test_repro import _small_case
 
@@ -42,7 +41,74 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(repro, "run_repro", run)
     monkeypatch.setattr(plain_repro, "export_plain", lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
+    _quick_environment(monkeypatch)
     return ran
+
+
+def _quick_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plain_repro, "write_environment", lambda repro_dir, timeout_s: repro_dir / "environment.txt")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_a_check_still_running_when_the_time_is_spent_is_stopped_with_its_children(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = tmp_path / "pids"
+    slow = ("import os, subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+            f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+            "time.sleep(120)\n")
+    monkeypatch.setattr(repro, "render_repro", lambda case, violations, meta=None: slow)  # a check that hangs
+    _quick_environment(monkeypatch)
+    lines: list[str] = []
+    began = time.monotonic()
+    new, known = "exact-mismatch:mm:float32", "tolerance:mm:float32"
+    repro.export_findings(_store(tmp_path, {new: False, known: True}), tmp_path / "repros", emit=lines.append,
+                          timeout_s=600, jobs=1, time_s=3)
+    assert time.monotonic() - began < 10  # 3 s, the plain scripts written unchecked, and slack for a loaded machine
+    by_sig = {f.signature: f.repro for f in FindingsStore(tmp_path)}
+    assert by_sig[new]["verdict"].startswith("not checked: the 3s for repro checks were spent (stopped after ")
+    assert by_sig[known]["verdict"] == "not checked: the 3s for repro checks were spent"  # never started
+    for r in by_sig.values():
+        assert r["exit_code"] is None and "basis" not in r and r["plain"]["verified"] is False
+        assert (tmp_path / r["path"]).is_file() and (tmp_path / r["plain"]["path"]).is_file()
+    assert sum(": not checked: the 3s for repro checks were spent" in ln for ln in lines) == 2
+    assert not any(_alive(int(pid)) for pid in pids.read_text().split())  # the repro and the child it started
+
+
+def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plain_repro, "render", lambda case, violation, form, status="": "import time\ntime.sleep(120)\n")
+    began = time.monotonic()
+    record = plain_repro.write_plain_repro(_small_case(), V, tmp_path / "p_plain.py", timeout_s=600, budget_s=2)
+    assert time.monotonic() - began < 8
+    assert record["out_of_time"] and not record["reproduced"] and record["outcome"] is None and record["runs"] == 0
+    assert plain_repro.plain_summary(record) == "was not run (its search for a failing form ran out of time)"
+
+
+def test_a_failing_form_without_time_for_its_second_run_says_so() -> None:
+    runs: list[Any] = []
+
+    def run(form: Any) -> plain_repro.Outcome:
+        runs.append(form)  # the first form fails; the confirming run is cut at the budget
+        return plain_repro.Outcome("mismatch" if len(runs) == 1 else plain_repro.CUT)
+
+    found = plain_repro.search(_small_case(), V, run)
+    assert found.reproduced and not found.confirmed and found.out_of_time and found.flips == [] and found.runs == 1
+    assert plain_repro.plain_summary({"verified": True, "reproduced": True, "out_of_time": True,
+                                      "outcome": {"status": "mismatch", "message": "m"}}) == \
+        "returns wrong results (`m`) (one run: the time ran out before a second)"
+
+
+def test_the_environment_report_is_cut_at_its_time(tmp_path: Path) -> None:
+    began = time.monotonic()
+    path = plain_repro.write_environment(tmp_path, timeout_s=0.2)
+    assert time.monotonic() - began < 3 and path.read_text() == "collect_env did not finish within 0s\n"
 
 
 def test_repro_checks_show_progress(tmp_path: Path, checks: list[str]) -> None:
