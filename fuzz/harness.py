@@ -223,7 +223,9 @@ def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _
         for i, choice in enumerate(event.choices):
             keep = observe.KeepChoice.of(s, event.choices, i)
             outputs, failure, rec = _compile_and_run(case, len(eager.values), keep, padding=padding)
-            if failure is not None:
+            if failure is not None and failure.beyond_hardware:  # autotuning skips it: a limit, not a crash
+                obs.unavailable.append((choice, failure))
+            elif failure is not None:
                 obs.choice_failures.append((choice, failure))
             elif outputs is not None:
                 if not rec.isolated:

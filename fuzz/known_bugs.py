@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from oracles.model import Violation
+from oracles.model import OutputCheck, Violation
+from oracles.numerics import AGREES_PREFIX, wrong_elements
 from strategies.case import Case, TensorSpec, contiguous_strides
 
 
@@ -30,21 +31,68 @@ class KnownBug:
     untrigger: Callable[[Case], Case]  # the same case without the trigger (outside the region)
     tracking: str  # upstream issue/PR, or the repro in this repo while it is not filed
     torch_versions: tuple[str, ...]  # version prefixes where its repro was seen failing, e.g. "2.13"
+    devices: tuple[str, ...]  # the devices ("cpu", "cuda") its repro was seen failing on
     messages: tuple[str, ...] = ()  # regexes one of which the violation's message must contain (if any)
+    lives_in: str = ""  # ATEN: an ATen kernel (eager shows it too); TEMPLATE: inductor's generated code; "": any
+    fingerprint: Callable[[OutputCheck], bool] | None = None  # wrong values: are they what this bug produces?
 
     def matches(self, violation: Violation, case: Case, torch_version: str) -> bool:
-        """Region, signature, message and version match (the re-run without the trigger is the
-        caller's: FuzzSession.evaluate)."""
-        return (violation.oracle in self.oracles and self.applies(case)
+        """Region, signature, message, version and device match (the re-run without the trigger is
+        the caller's: FuzzSession.evaluate)."""
+        return (violation.oracle in self.oracles and case.device in self.devices and self.applies(case)
                 and any(re.fullmatch(p, violation.signature) for p in self.signatures)
                 and (not self.messages or any(re.search(p, violation.message) for p in self.messages))
                 and any(torch_version.startswith(p) for p in self.torch_versions))
+
+    def fits(self, violation: Violation, check: OutputCheck | None) -> bool:
+        """The violation comes from a choice this bug can be in, and (for a wrong value, `check` the
+        output it judged) its deviation is the bug's: an ATen bug's shows in eager at every element
+        where the compiled output deviates; a fingerprint, where the entry has one, holds."""
+        family = choice_family(violation.signature)
+        if self.lives_in == ATEN and family and not family.startswith("aten::"):
+            return False
+        if self.lives_in == TEMPLATE and family.startswith("aten::"):
+            return False
+        if check is None or check.compiled.shape != check.reference.shape:
+            return True
+        if self.lives_in == ATEN and not eager_deviates_too(check):
+            return False
+        return self.fingerprint is None or self.fingerprint(check)
+
+
+ATEN, TEMPLATE = "aten", "template"
+
+
+def choice_family(signature: str) -> str:
+    """The choice a signature names after '@' (e.g. "aten::mm", "triton::mm", "CppTemplateCaller");
+    "" for an autotuned result, which may come from any choice."""
+    found = re.search(r"@(\w+(?:::\w+)?)", signature)
+    return found.group(1) if found else ""
+
+
+def eager_deviates_too(check: OutputCheck) -> bool:
+    """Eager deviates from the reference wherever the compiled output does (values aside: an ATen
+    bug may leave garbage, which differs from call to call)."""
+    wrong = wrong_elements(check.compiled, check)
+    return bool(wrong.any()) and not bool((wrong & ~wrong_elements(check.eager, check)).any())
+
+
+def nan_where_finite(check: OutputCheck) -> bool:
+    """The fingerprint of a zero scalar times inf/NaN: every wrong element is NaN."""
+    wrong = wrong_elements(check.compiled, check)
+    return bool(wrong.any()) and bool(check.compiled.double()[wrong].isnan().all())
+
+
+EAGER_AGREES_NAME = "eager-agrees"
+"""What `known` says of a EAGER_AGREED violation no registered ATen bug explains: eager and
+compiled agree, the float64 reference differs (reported apart; never new)."""
 
 
 DEFAULT_BACKENDS = "ATEN,TRITON,CPP"  # inductor's max_autotune_gemm_backends default on both versions
 BATCHED_OPS = ("bmm", "baddbmm", "matmul")
 HALF = ("bfloat16", "float16")
 WRONG_VALUES = r"(exact-mismatch|tolerance|nonfinite)"  # the numerics signatures of a wrong value
+EAGER_AGREED = f"({re.escape(AGREES_PREFIX)})"  # eager agrees: an ATen bug's signature, optional
 
 
 def _backends(case: Case) -> list[str]:
@@ -81,6 +129,11 @@ def _with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpe
     def apply(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
         return tuple(change(t) if i == index else t for i, t in enumerate(specs))
     return _replace(case, inputs=apply(case.inputs), second_call=apply(case.second_call))
+
+
+def _calls(case: Case) -> list[tuple[TensorSpec, ...]]:
+    """The inputs of each call of the case (a second call may change sizes: a region holds in any)."""
+    return [case.inputs, *([case.second_call] if case.second_call else [])]
 
 
 def _span(t: TensorSpec) -> int:
@@ -167,7 +220,7 @@ TRITON_BLOCK_K_128 = "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16"
 def _triton_small_m_half_addmm(case: Case) -> bool:
     """A small-M half addmm whose selection may offer the buggy config (not excluded by a regex)."""
     return (case.device == "cuda" and case.op == "addmm" and "TRITON" in _backends(case)
-            and case.inputs[0].dtype in HALF and case.inputs[0].shape[0] <= 16
+            and case.inputs[0].dtype in HALF and any(a.shape[0] <= 16 for a, *_ in _calls(case))
             and "test_configs.autotune_choice_desc_regex" not in case.config_dict)
 
 
@@ -185,11 +238,11 @@ def _scalar_to_vector_bias(case: Case) -> Case:
 
 
 def _half_row_product_twice(case: Case) -> bool:
-    """A CPU fp16/bf16 batched product with M == 1 (inductor decomposes it into a reduction) whose
-    cat_mm_rows step, with M == 1, computes the very same product again."""
-    a, b = case.inputs[0], case.inputs[1]
-    return (case.device == "cpu" and case.op in ("bmm", "matmul") and a.dtype in ("float16", "bfloat16")
-            and len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[-2] == 1 and "cat_mm_rows" in case.consumers)
+    """A CPU fp16/bf16 batched product with M == 1 in some call (inductor decomposes it into a
+    reduction) whose cat_mm_rows step, with M == 1, computes the very same product again."""
+    return (case.device == "cpu" and case.op in ("bmm", "matmul") and "cat_mm_rows" in case.consumers
+            and any(a.dtype in HALF and len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[-2] == 1
+                    for a, b, *_ in _calls(case)))
 
 
 def _without_cat_mm_rows(case: Case) -> Case:
@@ -218,11 +271,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         oracles=("numerics",),
         signatures=(r"output-meta:mm_out_dtype(@.+)?",),
         applies=lambda c: (c.device == "cuda" and c.op == "mm_out_dtype" and bool(c.config_dict.get("coordinate_descent_tuning"))
-                           and 1 in (c.inputs[0].shape[0], c.inputs[1].shape[1])),
+                           and any(min(a.shape[0], b.shape[1]) <= 1 for a, b, *_ in _calls(c))),
         untrigger=_with_config(coordinate_descent_tuning=False),
         tracking="repros/mm_out_dtype_row_vector_dtype.py (not yet filed upstream): with coordinate-descent "
                  "tuning, an mm with out_dtype=float32 and one row (or column) comes back in the input dtype",
         torch_versions=("2.11",),
+        devices=("cuda",),
     ),
     KnownBug(
         name="pad-mm-output-padded-strides",
@@ -233,11 +287,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/pad_mm_output_padded_strides.py (not yet filed upstream): shape padding returns a padded "
                  "view as the graph output (only its stride order is kept), not eager's dense strides",
         torch_versions=("2.11",),
+        devices=("cuda",),
     ),
     KnownBug(
         name="aten-cpu-baddbmm-zero-alpha-uninitialized",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:baddbmm:(bfloat16|float16)(@aten::baddbmm)?",),
+        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:baddbmm:\w+(@aten::baddbmm)?",),  # any consumer chain
         applies=lambda c: (c.device == "cpu" and c.op == "baddbmm" and c.inputs[0].dtype in HALF
                            and c.params_dict.get("alpha") == 0.0),
         untrigger=lambda c: _replace(c, params={**c.params_dict, "alpha": 1.0}),
@@ -246,11 +301,13 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "(torch.ops.mkldnn._is_mkldnn_bf16_supported()), and with alpha=0 and beta=0.5 is wrong too (an "
                  "AVX-512 Xeon: max error 1.5 on a (6, 65) x (65, 40) product); extern calls inherit it",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
+        lives_in=ATEN,
     ),
     KnownBug(
         name="aten-cpu-bf16-bmm-odd-k-inf-nan",
         oracles=("numerics",),
-        signatures=(r"nonfinite:(bmm|baddbmm|matmul):(bfloat16|float32)(@aten::\w+)?",),  # float32: a consumer's cast
+        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:(bmm|baddbmm|matmul):\w+(@aten::\w+)?",),
         applies=_bf16_batched_odd_k_nonfinite,
         untrigger=_in_float32,
         tracking="repros/aten_bf16_bmm_odd_k_inf_nan.py (not yet filed upstream; found by the README's CPU "
@@ -258,22 +315,26 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "exact product is +-inf when A has an inf in its last column and K is odd (oneDNN's bf16 "
                  "kernels pair K: the inf meets a zero pad); eager and extern calls alike",
         torch_versions=("2.13",),
+        devices=("cpu",),
+        lives_in=ATEN,
     ),
     KnownBug(
         name="aten-cpu-bf16-amx-nan-in-finite-rows",
         oracles=("numerics",),
-        signatures=(r"nonfinite:(bmm|baddbmm|matmul):(bfloat16|float32)(@aten::\w+)?",),  # float32: a consumer's cast
+        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:(bmm|baddbmm|matmul):\w+(@aten::\w+)?",),
         applies=_bf16_nonfinite_on_amx,
         untrigger=_in_float32,
         tracking="repros/aten_bf16_amx_nan_in_finite_rows.py (not yet filed upstream; found by the property tests "
                  "on an AMX Xeon): ATen's CPU bf16 bmm and mm put NaN into output rows whose inputs are all finite "
                  "when other rows of A hold NaN/inf (M = 146, K = 208; 32 x 64 is right); eager and extern calls alike",
         torch_versions=("2.13",),
+        devices=("cpu",),
+        lives_in=ATEN,
     ),
     KnownBug(
         name="mm-epilogue-zero-scalar-nonfinite",
         oracles=("numerics",),
-        signatures=(r"nonfinite:(addmm|baddbmm):\w+(@.+)?",),
+        signatures=(rf"{WRONG_VALUES}:(addmm|baddbmm):\w+(@.+)?",),  # any value mode's judging: NaN is the fingerprint
         applies=lambda c: (c.device == "cuda" and c.op in ("addmm", "baddbmm")
                            and 0.0 in (c.params_dict.get("alpha"), c.params_dict.get("beta"))),
         untrigger=lambda c: _replace(c, params={k: 1.0 if k in ("alpha", "beta") and v == 0.0 else v
@@ -283,11 +344,14 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "addmm/baddbmm epilogue computes alpha * (a @ b) + beta * input, so a zero scalar's term still "
                  "turns inf/NaN into NaN where eager ignores it",
         torch_versions=("2.11",),
+        devices=("cuda",),
+        lives_in=TEMPLATE,
+        fingerprint=nan_where_finite,
     ),
     KnownBug(
         name="aten-int-mm-expanded-operand",
         oracles=("numerics",),
-        signatures=(r"exact-mismatch:int_mm:int(32|64)(@aten::_int_mm)?",),  # int64: after a sum consumer
+        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:int_mm:\w+(@aten::_int_mm)?",),  # any consumer chain
         applies=_int_mm_short_leading_dim,
         untrigger=_dense_int_mm_operands,
         tracking="https://github.com/pytorch/pytorch/issues/195066 (fix PR https://github.com/pytorch/pytorch/pull/194682; "
@@ -295,17 +359,21 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "leading dimension is shorter than its rows (hosts whose oneDNN int8 GEMM path takes it; not AMD Zen 3 "
                  "with AVX2 only); compiled code inherits it through the extern kernel",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
+        lives_in=ATEN,
     ),
     KnownBug(
         name="triton-mm-template-small-m-block-k-128",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:addmm:(bfloat16|float16)(@triton::mm)?",),
+        signatures=(rf"{WRONG_VALUES}:addmm:\w+(@triton::mm)?",),
         messages=(r"^addmm call\d/out\d (bfloat16|float16)", rf"\[{TRITON_BLOCK_K_128}"),  # autotuned, or that config
         applies=_triton_small_m_half_addmm,
         untrigger=_without_triton_block_k_128,
         tracking="repros/triton_addmm_alpha_beta_m1.py (not yet filed upstream): the BLOCK_K=128, BLOCK_M=16, "
                  "BLOCK_N=16 config of triton::mm is wrong for fp16 addmm with M=1, K=177",
         torch_versions=("2.11",),
+        devices=("cuda",),
+        lives_in=TEMPLATE,
     ),
     KnownBug(
         name="cpp-gemm-dynamic-recompile-crash",
@@ -317,6 +385,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
                  "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-k0-crash",
@@ -328,6 +397,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_gemm_frozen_k0_crash.py (not yet filed upstream): get_cache_blocking "
                  "raises 'Cannot convert complex to float' for K == 0",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-n0-compile-error",
@@ -339,17 +409,19 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_gemm_frozen_n0_compile_error.py (not yet filed upstream): the kernel's "
                  "constexpr Nt_blocks is 0 and num_Nt_blocks divides by it; the C++ does not compile",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-m0-compile-error",
         oracles=("crash", "numerics", "template_presence"),
         signatures=CPP_COMPILE_ERROR,
         messages=(r"division by zero", r"failed to (compile|run)"),
-        applies=lambda c: _frozen_cpp(c) and not (c.dynamic or c.mark_dynamic) and c.inputs[0].shape[-2] == 0,
+        applies=lambda c: _frozen_cpp(c) and not (c.dynamic or c.mark_dynamic) and any(a.shape[-2] == 0 for a, *_ in _calls(c)),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_frozen_m0_compile_error.py (not yet filed upstream; found by the README's CPU "
                  "campaign): with M == 0 the kernel's constexpr Mc_blocks is 0 and num_Mc_blocks divides by it",
         torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-n0-dynamic-sigfpe",
@@ -362,6 +434,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "kernel's division by the zero number of N blocks (or K blocks: a K == 0 weight dies the same "
                  "way, seen in a CPU campaign) happens at run time, while it is benchmarked",
         torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="freezing-half-linear-empty-weight-onednn",
@@ -375,28 +448,32 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
                  "product, which cannot build it (hosts with oneDNN bf16/fp16; float32 with dynamic M on any)",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="freezing-mkl-linear-n0-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
         signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: _frozen_linear(c, ("float32",)) and c.inputs[1].shape[-1] == 0 and c.inputs[0].shape[0] > 128,
+        applies=lambda c: (_frozen_linear(c, ("float32",)) and c.inputs[1].shape[-1] == 0
+                           and any(a.shape[0] > 128 for a, *_ in _calls(c))),
         untrigger=_unfrozen,
         tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
                  "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
         torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="freezing-mkl-linear-m0-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
         signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: _frozen_linear(c, ("float32",)) and c.inputs[0].shape[0] == 0
+        applies=lambda c: _frozen_linear(c, ("float32",)) and any(a.shape[0] == 0 for a, *_ in _calls(c))
         and c.inputs[1].shape[0] * c.inputs[1].shape[1] >= MKL_M0_PACK_MIN_WEIGHT,
         untrigger=_unfrozen,
         tracking="repros/freezing_mkl_linear_m0_sigfpe_plain.py (not yet filed upstream; found by CI on an "
                  "AVX-512 Xeon): freezing packs a float32 weight for MKL with batch size M == 0 "
                  "(torch.ops.mkl._mkl_reorder_linear_weight(w, 0)) and the process dies with SIGFPE",
         torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-bmm-empty-dim-crash",
@@ -404,13 +481,14 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=(r"crash:AssertionError:codegen/cpp_template_kernel\.py:\w+", r"crash:ZeroDivisionError:[\w/.]+:\w+",
                     r"crash:TypeError:codegen/cpp_gemm_template\.py:get_cache_blocking"),
         messages=(r"View\(", r"division by zero|modulo by zero", r"Cannot convert complex to float"),
-        applies=lambda c: _cpu_cpp_batched(c) and 0 in (c.inputs[0].shape[-2], c.inputs[0].shape[-1], c.inputs[1].shape[-1]),
+        applies=lambda c: _cpu_cpp_batched(c) and any(0 in (a.shape[-2], a.shape[-1], b.shape[-1]) for a, b, *_ in _calls(c)),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
                  "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError (with K == 0 "
                  "and symbolic sizes, get_cache_blocking's L2 / (Mr * Kt_bytes) is sympy's complex infinity: "
                  "TypeError)",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-bmm-epilogue-input-mutation-crash",
@@ -422,6 +500,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_bmm_epilogue_input_mutation_crash.py (not yet filed upstream): a CPP bmm "
                  "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-bmm-dynamic-batch-stride-compile-error",
@@ -434,6 +513,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
                  "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-bmm-size1-batch-stride-compile-error",
@@ -448,6 +528,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "found by a CPU campaign): x has one batch whose stride is not the dense one and a marked-dynamic "
                  "dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-half-bmm-m1-repeated-product-compile-error",
@@ -460,6 +541,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "10-minute CPU campaign): the same fp16/bf16 bmm with M == 1 twice in one graph (here "
                  "torch.cat([a @ b, a @ b], dim=-2)): the C++ kernel declares `tmp_acc0_vec` twice",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
     KnownBug(
         name="addmm-scalar-bias-indexerror",
@@ -472,6 +554,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "repros/addmm_scalar_bias_indexerror.py): tuned_addmm reads inp.get_stride()[0] before checking the "
                  "bias rank",
         torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="cpp-gemm-frozen-weight-storage-offset",
@@ -484,18 +567,32 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "related: https://github.com/pytorch/pytorch/pull/159233): the CPP GEMM template reads a "
                  "frozen weight from the start of its storage (with NaN there, the result is NaN)",
         torch_versions=("2.11", "2.13"),
+        devices=("cpu",),
     ),
 )
 
 
 def process_killer(case: Case, torch_version: str, registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> KnownBug | None:
     """The known bug that would kill a process running `case` (so only an isolated worker may)."""
-    return next((b for b in registry if "process" in b.oracles and b.applies(case)
+    return next((b for b in registry if "process" in b.oracles and case.device in b.devices and b.applies(case)
                  and any(torch_version.startswith(p) for p in b.torch_versions)), None)
 
 
 def candidates(violations: list[Violation], case: Case, torch_version: str,
-               registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> list[tuple[Violation, KnownBug | None]]:
-    """Each violation with the registered bug whose region, signature and message it matches
-    (None: none does). A match still has to vanish without the trigger to count as known."""
-    return [(v, next((b for b in registry if b.matches(v, case, torch_version)), None)) for v in violations]
+               registry: tuple[KnownBug, ...] = KNOWN_BUGS,
+               checks: Mapping[str, OutputCheck] | None = None) -> list[tuple[Violation, KnownBug | None]]:
+    """Each violation with the registered bug whose region, signature, message and choice it
+    matches and, where `checks` (OutputCheck by label) holds the output it judged, whose deviation
+    it shows (KnownBug.fits); None: none does. A match still has to vanish without the trigger to
+    count as known."""
+    found = checks or {}
+    return [(v, next((b for b in registry if b.matches(v, case, torch_version) and b.fits(v, found.get(v.output))),
+                     None)) for v in violations]
+
+
+EAGER_AGREES = KnownBug(
+    name=EAGER_AGREES_NAME, oracles=("numerics",), signatures=(f"{EAGER_AGREED}.*",), applies=lambda c: True,
+    untrigger=lambda c: c, torch_versions=("",), devices=("cpu", "cuda"),
+    tracking="eager and compiled agree, the float64 reference differs: an ATen kernel's deviation, or an "
+             "accumulator's range or rounding the reference does not model (not an inductor bug)")
+"""Not in KNOWN_BUGS: what explains a REFERENCE_DIFFERS violation no registered ATen bug explains."""

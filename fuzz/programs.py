@@ -328,7 +328,10 @@ def _op_result(case: Case, ref: Reference) -> Tracked:
             part.bound = part.bound - rounding(part.value, dtype)  # rounded below, with the sum
         if scale == 0:
             part = Tracked(*(torch.zeros_like(part.value) for _ in range(3)), dtype, True)
-        parts.append(Tracked(scale * part.value, abs(scale) * part.bound, abs(scale) * part.mag, dtype, part.exact))
+        scaled = Tracked(scale * part.value, abs(scale) * part.bound, abs(scale) * part.mag, dtype, part.exact)
+        if not scalar_representable(scale, dtype):  # a kernel may round the scalar to the dtype first
+            scaled = Tracked(scaled.value, scaled.bound + rounding(scaled.value, dtype), scaled.mag, dtype, False)
+        parts.append(scaled)
     value = sum(p.value for p in parts)
     bound = sum(p.bound for p in parts) + rounding(value, dtype)
     exact = all(p.exact for p in parts) and representable(value, dtype)
@@ -336,6 +339,11 @@ def _op_result(case: Case, ref: Reference) -> Tracked:
         bound = bound + sum(rounding(p.value, dtype) for p in parts)
         exact = exact and all(representable(p.value, dtype) for p in parts)
     return Tracked(value, bound, sum(p.mag for p in parts), dtype, exact)
+
+
+def scalar_representable(scale: float, dtype: torch.dtype) -> bool:
+    """The scalar survives rounding to `dtype` (any scalar is, for integer results: no rounding)."""
+    return not dtype.is_floating_point or representable(torch.tensor([scale], dtype=torch.float64), dtype)
 
 
 def _exact_sum(a: Tensor, b: Tensor, mag: Tensor, dtype: torch.dtype, model: KernelModel) -> bool:

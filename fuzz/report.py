@@ -14,7 +14,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.findings import Finding, campaign_totals, now, repro_state, write_json_atomic
+from fuzz.findings import (
+    Finding,
+    campaign_totals,
+    drawn_from,
+    now,
+    repro_state,
+    write_json_atomic,
+)
+from fuzz.known_bugs import EAGER_AGREES_NAME
 from fuzz.progress import clock, plural
 
 
@@ -38,7 +46,8 @@ def summarize(findings: Sequence[Finding], records: Sequence[dict[str, Any]],
         "totals": totals,
         "distinct_findings": len(findings),
         "new_findings": sum(f.is_new for f in findings),
-        "known_findings": sum(not f.is_new for f in findings),
+        "known_findings": sum(not f.is_new and not eager_agrees(f) for f in findings),
+        "eager_agrees_findings": sum(eager_agrees(f) for f in findings),
         "by_oracle": by_oracle,
         "by_op": by_op,
         "findings": [{
@@ -46,7 +55,7 @@ def summarize(findings: Sequence[Finding], records: Sequence[dict[str, Any]],
             "op": f.op, "count": f.count, "message": f.best_message, "first_seen": f.first_seen,
             "last_seen": f.last_seen, "known_bug": f.known_bug, "minimized": f.minimized,
             "minimization": f.minimization, "repro": f.repro, "hosts": f.hosts, "sightings": f.sightings,
-            "versions": f.versions, "case": f.best_case, "file": f.file_name(),
+            "versions": f.versions, "case": f.best_case, "file": f.file_name(), "origin": f.origin,
         } for f in findings],
         "coverage": [r["coverage"] for r in records if r.get("coverage")],
         "environments": [s.get("env") for r in records for s in r.get("sessions", []) if s.get("env")][:1],
@@ -55,12 +64,19 @@ def summarize(findings: Sequence[Finding], records: Sequence[dict[str, Any]],
     }
 
 
+def eager_agrees(f: Finding | dict[str, Any]) -> bool:
+    """A finding where eager and compiled agree and the float64 reference differs (not inductor's)."""
+    bug = (f.known_bug if isinstance(f, Finding) else f["known_bug"]) or {}
+    return bug.get("name") == EAGER_AGREES_NAME
+
+
 def summary_line(findings: Sequence[Finding], records: Sequence[dict[str, Any]]) -> str:
     t = campaign_totals(records)
-    new = sum(f.is_new for f in findings)
+    new, agree = sum(f.is_new for f in findings), sum(eager_agrees(f) for f in findings)
     return (f"{plural(t['cases'], 'case')} in {clock(t['seconds'])} ({t['cases_per_min']} cases/min) over "
             f"{plural(t['sessions'], 'session')}: {len(findings)} distinct finding(s), {new} new, "
-            f"{len(findings) - new} known upstream bug(s) still reproducing")
+            f"{len(findings) - new - agree} known upstream bug(s) still reproducing"
+            + (f", {agree} where eager agrees and the reference differs" if agree else ""))
 
 
 def _junit_time(stamp: str) -> str:
@@ -80,7 +96,7 @@ def junit_xml(summary: dict[str, Any]) -> str:
     suites = ET.Element("testsuites", name="mm-autotune-fuzz")
     suite = ET.SubElement(suites, "testsuite", name="mm-autotune-fuzz campaign",
                           tests=str(1 + summary["distinct_findings"]), failures=str(summary["new_findings"]),
-                          skipped=str(summary["known_findings"]), errors="0", time=f"{t['seconds']:.1f}",
+                          skipped=str(summary["known_findings"] + summary["eager_agrees_findings"]), errors="0", time=f"{t['seconds']:.1f}",
                           timestamp=_junit_time(summary["generated"]),
                           hostname=",".join(summary["hosts"]) or socket.gethostname())
     props = ET.SubElement(suite, "properties")
@@ -95,6 +111,8 @@ def junit_xml(summary: dict[str, Any]) -> str:
                 + f"case: {json.dumps(f['case'], sort_keys=True)}")
         if f["status"] == "new":
             ET.SubElement(case, "failure", type=f["severity"], message=f["message"][:500]).text = body
+        elif eager_agrees(f):
+            ET.SubElement(case, "skipped", message="eager and compiled agree, the reference differs").text = body
         else:
             bug = f["known_bug"] or {}
             ET.SubElement(case, "skipped", message=f"known upstream bug {bug.get('name')} still reproduces "
@@ -121,7 +139,8 @@ def markdown(summary: dict[str, Any]) -> str:
            f"**{plural(t['cases'], 'case')}** in {clock(t['seconds'])} ({t['cases_per_min']} cases/min, "
            f"{t['rejected']} rejected by the op or backend, {plural(t['restarts'], 'worker restart')}) over "
            f"{plural(t['sessions'], 'session')}. **{summary['distinct_findings']} distinct finding(s)**: "
-           f"{summary['new_findings']} new, {summary['known_findings']} known upstream bug(s) still reproducing.", ""]
+           f"{summary['new_findings']} new, {summary['known_findings']} known upstream bug(s) still reproducing, "
+           f"{summary['eager_agrees_findings']} where eager and compiled agree and the reference differs.", ""]
     for env in summary["environments"]:
         out += [f"Environment: torch {env.get('torch')}, triton {env.get('triton') or '-'}, "
                 f"device {env.get('device')}, GPU {env.get('gpu') or '-'}, driver {env.get('driver') or '-'}, "
@@ -136,11 +155,12 @@ def markdown(summary: dict[str, Any]) -> str:
                   ((k, v.get("cases", 0), _share(v.get("rejected", 0), v.get("cases", 0)), v["distinct"], v["new"],
                     v["known"])
                    for k, v in sorted(summary["by_op"].items())))
-    out += ["## Findings", ""]
-    out += _table(("status", "severity", "oracle", "signature", "op", "sightings", "minimized", "repro"),
-                  ((f["status"], f["severity"], f["oracle"], f"`{f['signature']}`", f["op"], f["count"],
-                    f["minimized"], f"`{f['repro']['path']}` ({repro_state(f['repro'])})" if f["repro"] else "-")
-                   for f in summary["findings"]))
+    for title, group in _sections(summary["findings"]):
+        out += [f"## {title}", ""]
+        out += _table(("status", "severity", "oracle", "signature", "op", "sightings", "minimized", "repro"),
+                      ((f["status"], f["severity"], f["oracle"], f"`{f['signature']}`", f["op"], f["count"],
+                        f["minimized"], f"`{f['repro']['path']}` ({repro_state(f['repro'])})" if f["repro"] else "-")
+                       for f in group))
     for f in summary["findings"]:
         known = f["known_bug"]
         bug = f"known upstream bug `{known['name']}` ({known['tracking']}); " if known else ""
@@ -149,6 +169,8 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"Seen {f['count']} time(s) from {f['first_seen']} to {f['last_seen']}"
                 + (f" on {', '.join(f['hosts'])}" if f["hosts"] else "")
                 + (f" (per host: {per_host})" if len(f["sightings"]) > 1 else "") + ".", "",
+                *([f"First case (before shrinking): {drawn_from(f['origin'], 'findings/' + f['file'])}.", ""]
+                  if f.get("origin") else []),
                 "<details><summary>case</summary>", "", "```json", json.dumps(f["case"], sort_keys=True), "```",
                 "", "</details>", ""]
     for cov in summary["coverage"]:
@@ -157,6 +179,13 @@ def markdown(summary: dict[str, Any]) -> str:
         out += _table(("file", "statements", "covered", "%"),
                       ((c["file"], c["statements"], c["covered"], c["percent"]) for c in cov["files"]))
     return "\n".join(out)
+
+
+def _sections(findings: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Findings, then (where there are any) those where eager and compiled agree."""
+    agree = [f for f in findings if eager_agrees(f)]
+    rest = [f for f in findings if not eager_agrees(f)]
+    return [("Findings", rest)] + ([("Eager and compiled agree, the reference differs", agree)] if agree else [])
 
 
 def write_reports(out: Path, findings: Sequence[Finding], records: Sequence[dict[str, Any]],

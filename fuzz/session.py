@@ -8,9 +8,9 @@ import time
 
 from fuzz.catalogue_cache import shared_catalogue
 from fuzz.harness import HashLedger, release_device_memory, run_case
-from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates
+from fuzz.known_bugs import EAGER_AGREES, KNOWN_BUGS, KnownBug, candidates
 from oracles import check_all
-from oracles.model import Observation, Violation
+from oracles.model import REFERENCE_DIFFERS, Observation, Violation
 from oracles.src_hash import is_triton
 from oracles.templates import unservable
 from strategies.case import Case
@@ -59,20 +59,24 @@ class FuzzSession:
 
     def evaluate(self, case: Case) -> Verdict:
         """Run the case and every oracle; a violation a registered bug matches is known only if
-        it is gone when the case runs again without that bug's trigger."""
+        it is gone when the case runs again without that bug's trigger. A deviation eager shows
+        the same way (REFERENCE_DIFFERS) is never new: a registered ATen bug's, else EAGER_AGREES."""
         obs, violations = self._observe(case)
         new, known = [], []
         untriggered: dict[str, set[str] | None] = {}
-        for violation, bug in candidates(violations, case, obs.torch_version, self.registry):
+        checks = {c.label: c for c in obs.results}
+        for violation, bug in candidates(violations, case, obs.torch_version, self.registry, checks):
             if bug is not None and bug.name not in untriggered:
                 began = time.perf_counter()
                 untriggered[bug.name] = self._signatures_without(bug, case)
                 obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + time.perf_counter() - began
             remaining = untriggered[bug.name] if bug is not None else None
-            if remaining is None or failure_kind(violation.signature) in remaining:
-                new.append(violation)
-            else:
+            if bug is not None and remaining is not None and failure_kind(violation.signature) not in remaining:
                 known.append((violation, bug))
+            elif violation.severity == REFERENCE_DIFFERS:
+                known.append((violation, EAGER_AGREES))
+            else:
+                new.append(violation)
         return Verdict(obs, new, known)
 
     def _signatures_without(self, bug: KnownBug, case: Case) -> set[str] | None:
@@ -95,5 +99,5 @@ def out_of_memory(obs: Observation) -> bool:
 
 def failure_kind(signature: str) -> str:
     """A signature without what removing a trigger changes besides the bug: the value mode's way
-    of judging values (exact, bound, NaN)."""
-    return re.sub(r"^(exact-mismatch|tolerance|nonfinite):", "wrong-value:", signature)
+    of judging values (exact, bound, NaN) and whether eager showed it too."""
+    return re.sub(r"^(reference-differs:)?(exact-mismatch|tolerance|nonfinite):", "wrong-value:", signature)

@@ -337,8 +337,9 @@ def worker_main(read_fd: int, write_fd: int) -> None:
         _test_fault(case)
         began = time.monotonic()
         verdict = session.evaluate(case)
-        release_device_memory()  # what this case's tensors took goes back to the GPU's other workers
-        result = serialize_verdict(verdict, time.monotonic() - began)
+        result = serialize_verdict(verdict, time.monotonic() - began)  # first: it asks whether CUDA still works
+        if not result["poisoned"]:  # empty_cache on a poisoned context raises: the worker would die unheard
+            release_device_memory()  # what this case's tensors took goes back to the GPU's other workers
         if coverage is not None:
             coverage.save()
         outbox.send(("verdict", result))
@@ -418,6 +419,7 @@ def serialize_verdict(verdict: Any, seconds: float) -> dict[str, Any]:
         "error_ratio": ratio,
         "failure": dataclasses.asdict(failures[0]) if failures else None,
         "poisoned": _poisoned(obs.case.device, failures),
+        "unavailable": [f"{c.template} [{c.description}]: {f.message}"[:200] for c, f in obs.unavailable],
         "seconds": round(seconds, 3),
         "timings": {k: round(v, 4) for k, v in obs.timings.items()},
     }

@@ -7,8 +7,10 @@ from typing import Any
 
 from strategies.case import Case
 
-UNSOUND, WRONG_RESULT, CRASH, MISSED_OPTIMIZATION, VACUOUS = (
-    "unsound", "wrong result", "crash", "missed optimization", "vacuous")
+UNSOUND, WRONG_RESULT, CRASH, MISSED_OPTIMIZATION, VACUOUS, REFERENCE_DIFFERS = (
+    "unsound", "wrong result", "crash", "missed optimization", "vacuous", "reference differs")
+"""Severities. REFERENCE_DIFFERS: eager and compiled agree and the float64 reference differs, so
+the deviation is not inductor's (an ATen kernel's, or what the reference does not model): never new."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +118,12 @@ class Failure:
     frame: str  # innermost torch/_inductor frame, "file:function", or "" when none
     no_valid_choices: str = ""  # NoValidChoicesError: "no-choices", "all-failed-to-compile" or "all-failed-to-run"
 
+    @property
+    def beyond_hardware(self) -> bool:
+        """The kernel needs more of a resource (shared memory, registers) than this GPU has: Triton's
+        OutOfResources, which autotuning skips by design."""
+        return self.type == "OutOfResources" or "out of resource" in self.message.lower()
+
 
 @dataclasses.dataclass(frozen=True)
 class TensorMeta:
@@ -155,6 +163,7 @@ class Observation:
     compile_failure: Failure | None = None
     choice_failures: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)
     unisolated: list[ChoiceRecord] = dataclasses.field(default_factory=list)  # single-choice compiles that ran others
+    unavailable: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)  # beyond this GPU
     placements: list[Placement] = dataclasses.field(default_factory=list)  # of the autotuned compile's results
     earlier_hashes: dict[str, str | None] = dataclasses.field(default_factory=dict)
     catalogue: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)
@@ -172,3 +181,4 @@ class Violation:
     severity: str
     signature: str  # short, stable across runs: used to deduplicate findings
     message: str
+    output: str = ""  # the OutputCheck.label a numerics violation judged ("" for the others)

@@ -6,7 +6,19 @@ from __future__ import annotations
 
 import torch
 
-from oracles.model import CRASH, VACUOUS, WRONG_RESULT, Observation, OutputCheck, TensorMeta, Violation
+from oracles.model import (
+    CRASH,
+    REFERENCE_DIFFERS,
+    VACUOUS,
+    WRONG_RESULT,
+    Observation,
+    OutputCheck,
+    TensorMeta,
+    Violation,
+)
+
+AGREES_PREFIX = "reference-differs:"
+"""Prefix of a wrong-value signature when eager shows the same deviation (REFERENCE_DIFFERS)."""
 
 
 def _judged(check: OutputCheck) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,49 +79,91 @@ def _check_output(op: str, c: OutputCheck) -> list[Violation]:
     dtype = str(want.dtype).removeprefix("torch.")
     if got.shape != want.shape or got.dtype != want.dtype:
         return [Violation("numerics", WRONG_RESULT, f"output-meta:{op}{where}",
-                          f"{what}: compiled {tuple(got.shape)} {got.dtype}, eager {tuple(want.shape)} {want.dtype}")]
+                          f"{what}: compiled {tuple(got.shape)} {got.dtype}, eager {tuple(want.shape)} {want.dtype}",
+                          c.label)]
     out = _layout_violations(op, where, what, tuple(want.shape), c.eager_meta, c.compiled_meta)
     if got.numel() == 0:
         return out
     if c.exact:  # judged against the exact result alone (NaN where it has NaN): eager has its own bugs (README)
-        got64, ref = got.double(), c.reference
-        differ = (got64 != ref) & ~(got64.isnan() & ref.isnan())
+        differ = _exact_wrong(got, c)
         if bool(differ.any()):
-            out.append(Violation("numerics", WRONG_RESULT, f"exact-mismatch:{op}:{dtype}{where}",
-                                 f"{what} {dtype}: exact case, {int(differ.sum())} element(s) differ from the exact "
-                                 f"result (max error {(got64 - ref).abs()[differ].max().item():.6g})"))
+            worst = (got.double() - c.reference).abs()[differ].max().item()
+            out.append(_value_violation(f"exact-mismatch:{op}:{dtype}{where}", c, differ,
+                                        f"{what} {dtype}: exact case, {int(differ.sum())} element(s) differ from the "
+                                        f"exact result (max error {worst:.6g})"))
         return out
-    out += _nonfinite_violations(op, dtype, where, what, c)
-    ratios = torch.where(torch.isfinite(got), _ratio(got, c), torch.zeros_like(c.reference))  # NaN/inf: above
-    ratio = float(ratios.max())
-    if ratio > 1.0:
+    nonfinite = _nonfinite_wrong(got, c)
+    if bool(nonfinite.any()):
+        ref = c.reference
+        out.append(_value_violation(f"nonfinite:{op}:{dtype}{where}", c, nonfinite,
+                                    f"{what} {dtype}: {int(nonfinite.sum())} element(s) have NaN/inf where the float64 "
+                                    f"reference has not, or miss the reference's ({int(torch.isnan(ref).sum())} NaN, "
+                                    f"{int(torch.isinf(ref).sum())} inf expected; eager differs in "
+                                    f"{int(_nonfinite_wrong(want, c).sum())})"))
+    beyond = _beyond_bound(got, c)
+    if bool(beyond.any()):
         judged, _ = _judged(c)
-        bad = int((ratios > 1.0).sum())
+        ratio = float(torch.where(beyond, _ratio(got, c), torch.zeros_like(c.reference)).max())
         eager = float(_ratio(want, c).max())
-        out.append(Violation("numerics", WRONG_RESULT, f"tolerance:{op}:{dtype}{where}",
-                             f"{what} {dtype}: {bad} of {int(judged.sum())} element(s) exceed the error bound "
-                             f"of a correct kernel (worst error/bound {ratio:.3g}; eager's {eager:.3g})"))
+        out.append(_value_violation(f"tolerance:{op}:{dtype}{where}", c, beyond,
+                                    f"{what} {dtype}: {int(beyond.sum())} of {int(judged.sum())} element(s) exceed the "
+                                    f"error bound of a correct kernel (worst error/bound {ratio:.3g}; eager's {eager:.3g})"))
     return out
 
 
-def _nonfinite_violations(op: str, dtype: str, where: str, what: str, c: OutputCheck) -> list[Violation]:
-    """NaN exactly where the reference is NaN, the same infinity where it is infinite, and a finite
-    value elsewhere (an infinity of the reference's sign is allowed where the value may overflow)."""
-    got, ref = c.compiled.double(), c.reference
+def _exact_wrong(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
+    """Elements of `values` that differ from the exact result (NaN matches NaN)."""
+    v64, ref = values.double(), c.reference
+    return (v64 != ref) & ~(v64.isnan() & ref.isnan())
+
+
+def _beyond_bound(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
+    """Finite elements of `values` farther from the reference than the bound allows."""
+    return torch.isfinite(values) & (_ratio(values, c) > 1.0)
+
+
+def wrong_elements(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
+    """Where `values` (the compiled output, or eager's) fails this output's check: bit for bit in an
+    exact case, else NaN/inf placement and the error bound."""
+    if c.exact:
+        return _exact_wrong(values, c)
+    return _nonfinite_wrong(values, c) | _beyond_bound(values, c)
+
+
+def eager_agrees(c: OutputCheck, wrong: torch.Tensor) -> bool:
+    """Eager deviates from the reference at every element where the compiled output does (`wrong`),
+    and the same way: the same value there (NaN for NaN) or, outside exact cases, two values within
+    twice the bound of each other (each may err by the bound). Then the reference, not inductor,
+    is what differs."""
+    if bool((wrong & ~wrong_elements(c.eager, c)).any()):
+        return False
+    got, eager = c.compiled.double(), c.eager.double()
+    same = (got == eager) | (got.isnan() & eager.isnan())
+    if not c.exact:
+        same |= (got - eager).abs() <= 2 * c.bound
+    return bool(same[wrong].all())
+
+
+def _value_violation(signature: str, c: OutputCheck, wrong: torch.Tensor, message: str) -> Violation:
+    """A wrong value, or (REFERENCE_DIFFERS) a deviation eager shows the same way."""
+    if eager_agrees(c, wrong):
+        return Violation("numerics", REFERENCE_DIFFERS, f"{AGREES_PREFIX}{signature}",
+                         f"{message}; eager shows the same deviation at the same elements: the reference differs, "
+                         f"not inductor", c.label)
+    return Violation("numerics", WRONG_RESULT, signature, message, c.label)
+
+
+def _nonfinite_wrong(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
+    """Where `values` has NaN where the reference has not (or misses its NaN), another value where
+    it is infinite, or an infinity elsewhere (one of the reference's sign is allowed where the
+    value may overflow)."""
+    got, ref = values.double(), c.reference
     judged, overflow = _judged(c)
     nan_wrong = (torch.isnan(got) != torch.isnan(ref)) & (judged | overflow | ~torch.isfinite(ref))
     inf_wrong = torch.isinf(ref) & (got != ref)
     overflow_wrong = overflow & torch.isinf(got) & (torch.sign(got) != torch.sign(ref))
     finite_wrong = judged & ~torch.isfinite(got) & ~torch.isnan(got)  # NaN there is already counted
-    wrong = nan_wrong | inf_wrong | overflow_wrong | finite_wrong
-    if not bool(wrong.any()):
-        return []
-    eager = c.eager.double()
-    eager_wrong = int(((torch.isnan(eager) != torch.isnan(ref)) | (torch.isinf(ref) & (eager != ref))).sum())
-    return [Violation("numerics", WRONG_RESULT, f"nonfinite:{op}:{dtype}{where}",
-                      f"{what} {dtype}: {int(wrong.sum())} element(s) have NaN/inf where the float64 reference "
-                      f"has not, or miss the reference's ({int(torch.isnan(ref).sum())} NaN, "
-                      f"{int(torch.isinf(ref).sum())} inf expected; eager differs in {eager_wrong})")]
+    return nan_wrong | inf_wrong | overflow_wrong | finite_wrong
 
 
 def _layout_violations(op: str, where: str, what: str, shape: tuple[int, ...], eager: TensorMeta | None,

@@ -19,7 +19,7 @@ from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates, process_killer, wi
 from fuzz.harness import run_case
 from fuzz.session import FuzzSession, failure_kind
 from oracles import check_all
-from oracles.model import Violation
+from oracles.model import OutputCheck, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.checking import is_cpp_choice, rig_benchmarks
 
@@ -117,7 +117,7 @@ def test_a_match_that_survives_removing_the_trigger_is_new() -> None:
     the violation (a real one, planted below) does not go away without the trigger."""
     wide = KnownBug(name="too-wide", oracles=("numerics",), signatures=(r"(exact-mismatch|tolerance):bmm:float32",),
                     applies=lambda c: c.seed == 1, untrigger=lambda c: dataclasses.replace(c, seed=2),
-                    tracking="test", torch_versions=(torch.__version__[:4],))
+                    tracking="test", torch_versions=(torch.__version__[:4],), devices=("cpu",))
     case = Case.make(op="bmm", device="cpu", value_mode="exact_int", seed=1,
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
                      inputs=(TensorSpec((2, 8, 8), (64, 8, 1), 0, "float32"), TensorSpec((2, 8, 8), (64, 8, 1), 0, "float32")))
@@ -387,8 +387,19 @@ def test_the_zero_scalar_entry_needs_cuda_and_a_zero_alpha_or_beta_and_undoes_on
     assert bug.untrigger(zero_scalar_case(0.0, 0.3)) == zero_scalar_case(1.0, 0.3)
     found = Violation("numerics", "wrong result", "nonfinite:baddbmm:float16@triton::bmm", "")
     assert bug.matches(found, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
-    assert not bug.matches(dataclasses.replace(found, signature="exact-mismatch:baddbmm:float16"),
-                           zero_scalar_case(0.0, 0.0), "2.11.0+cu130")  # only inf/NaN where eager is finite
+    exact = dataclasses.replace(found, signature="exact-mismatch:baddbmm:float16")  # an exact case's judging
+    assert bug.matches(exact, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
+    assert bug.fits(exact, output_check(compiled=[float("nan"), 2.0]))  # its fingerprint: NaN
+    assert not bug.fits(exact, output_check(compiled=[1.5, 2.0]))  # a finite wrong value is another bug
+    assert not bug.fits(dataclasses.replace(found, signature="nonfinite:baddbmm:float16@aten::baddbmm"),
+                        output_check(compiled=[float("nan"), 2.0]))  # not in an extern kernel
+
+
+def output_check(compiled: list[float], eager: list[float] | None = None, exact: bool = True) -> OutputCheck:
+    """A two-element output whose correct value is [1, 2] (eager right unless given)."""
+    ref = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    return OutputCheck("call0/out0", torch.tensor(eager or [1.0, 2.0]), torch.tensor(compiled), ref,
+                       torch.full_like(ref, 1e-6), exact)
 
 
 def test_host_dependent_aten_regions_cover_what_an_avx512_campaign_found() -> None:
@@ -399,7 +410,12 @@ def test_host_dependent_aten_regions_cover_what_an_avx512_campaign_found() -> No
                        inputs=(TensorSpec((5, 1), (1, 7), 0, "int8"), TensorSpec((1, 12), (1, 1), 7, "int8")))
     bug = REGIONS["aten-int-mm-expanded-operand"]
     assert bug.matches(Violation("numerics", "wrong result", "exact-mismatch:int_mm:int64", "m"), int_mm, "2.13.0")
-    assert not bug.matches(Violation("numerics", "wrong result", "exact-mismatch:int_mm:int16", "m"), int_mm, "2.13.0")
+    after_cast = Violation("numerics", "wrong result", "exact-mismatch:int_mm:float32", "m")  # a to_float32 consumer
+    assert bug.matches(after_cast, int_mm, "2.13.0") and not bug.matches(after_cast, int_mm, "2.12.0")
+    assert bug.fits(after_cast, output_check(compiled=[7.0, 2.0], eager=[9.0, 2.0]))  # eager wrong there too
+    assert not bug.fits(after_cast, output_check(compiled=[7.0, 2.0]))  # eager right: not this ATen bug
+    assert not bug.fits(dataclasses.replace(after_cast, signature="exact-mismatch:int_mm:int32@triton::mm"), None)
+    assert not bug.matches(after_cast, dataclasses.replace(int_mm, device="cuda"), "2.13.0")  # seen on the CPU only
     baddbmm = Case.make(op="baddbmm", device="cpu", value_mode="normal", seed=0, params={"alpha": 0.0, "beta": 0.5},
                         config={"max_autotune": True},
                         inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "bfloat16")
