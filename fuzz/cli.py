@@ -88,11 +88,14 @@ def build_parser() -> Parser:
         "and summarized in OUT/report.{json,xml,md,html}. Running again with the same OUT resumes the campaign. "
         "Hosts of one campaign share a --store. Exit status: 1 when OUT holds new (unknown) findings, 0 when it "
         "does not, 2 on bad input, 130 / 143 when Ctrl-C / SIGTERM cut it short (reports are written all the "
-        "same)."))
+        "same). Every limit is wall time: the campaign ends within its start-up + --budget + --shrink-time + "
+        "--case-timeout + 30s + --repro-time (and a few seconds for the reports); work still running at its limit "
+        "is killed: a case at --case-timeout is a hang finding, a repro check at --repro-time is reported unchecked."))
     run.add_argument("--budget", type=duration, default=duration("5m"), metavar="DURATION",
                      help="wall-clock time to generate cases for, e.g. 90s, 5m, 8h (default 5m), counted from when "
-                          "the workers are ready; a finding found near the end may still be shrunk for up to "
-                          "--shrink-time")
+                          "the first worker is ready; no case starts after it, but a finding found near the end may "
+                          "still be shrunk for up to --shrink-time, and the cases running then may take up to "
+                          "--case-timeout (drivers still running 30s after all that are killed)")
     run.add_argument("--out", type=Path, default=Path("campaign"), metavar="DIR",
                      help="output directory; an existing campaign there is resumed (default ./campaign)")
     run.add_argument("--seed", type=int, default=None,
@@ -113,10 +116,12 @@ def build_parser() -> Parser:
                      help="worker processes in all (default per visible GPU: 0.75 per core of its share of the "
                           "cores, at most 12; on a CPU machine one per core, max 8)")
     run.add_argument("--case-timeout", type=duration, default=duration("5m"), metavar="DURATION",
-                     help="a case running longer is a hang: its worker is killed and restarted (default 5m)")
+                     help="a case running longer (wall time) is a hang: its worker is killed and restarted "
+                          "(default 5m)")
     run.add_argument("--shrink-time", type=duration, default=None, metavar="DURATION",
-                     help="time to shrink each distinct finding (default: a twentieth of the budget, 10s to 60s); "
-                          "a worker spends at most half its time shrinking, findings beyond that wait their turn")
+                     help="time to shrink each distinct finding (default: a twentieth of the budget, 10s to 60s): no "
+                          "shrink step starts after it; a worker spends at most half its time shrinking, findings "
+                          "beyond that wait their turn")
     run.add_argument("--store", default=os.environ.get(STORE_ENV, ""), metavar="DIR|URL",
                      help="the store the hosts of one campaign share: redis://[:password@]host:port/db (rediss:// "
                           f"for TLS) or a shared directory; holds the example database and every host's findings "
@@ -128,9 +133,10 @@ def build_parser() -> Parser:
                      help="measure the coverage of inductor's mm path reached by the campaign (slower)")
     run.add_argument("--no-export", action="store_true", help="do not write and verify repro scripts at the end")
     run.add_argument("--repro-time", type=duration, default=None, metavar="DURATION",
-                     help="time to check repros at the end, new findings first (default: half the budget, at least "
-                          "2m); repros not checked by then are written unchecked, `python -m fuzz export OUT` "
-                          "checks them; a check done before with the same torch, code and case is not run again")
+                     help="wall time to check repros at the end, new findings first (default: half the budget, at "
+                          "least 2m); a check still running then is killed, and repros not checked are written "
+                          "unchecked (`python -m fuzz export OUT` checks them); a check done before with the same "
+                          "torch, code and case is not run again")
     run.add_argument("--progress", choices=("auto", "tty", "plain", "none"), default="auto",
                      help="live progress: a status line on a terminal (auto), a line every 30s (plain), or none")
 
@@ -172,24 +178,39 @@ def build_parser() -> Parser:
         "fresh torch.compile per case, inductor's caches off) for the budget, then the same cases through the "
         "campaign's workers (each with warm code caches), with the same oracles. Prints cases/min per side and "
         "worker count, "
-        "where the time goes, and a last line `speedup: N.Nx over naive ...`."))
+        "where the time goes, and a last line `speedup: N.Nx over naive ...`. With --noise: run clean campaigns "
+        "with different seeds one after another and print each one's new findings; the last line is `noise: N new "
+        "finding(s) in M campaign(s)`; exit status 1 when there is one, 2 when a campaign did not finish."))
     bench.add_argument("--budget", type=duration, default=duration("2m"), metavar="DURATION",
-                       help="the naive loop's time; the suite sides run its cases, cut at twice that (default 2m)")
-    bench.add_argument("--workers", type=_counts, default=None, metavar="N[,N...]",
+                       help="the naive loop's time; the suite sides run its cases, cut at twice that (default 2m); "
+                            "with --noise, each campaign's budget")
+    bench.add_argument("--workers", type=_numbers("worker counts", 1), default=None, metavar="N[,N...]",
                        help="suite workers per GPU (or on the CPU) to measure, e.g. 1,2,4,8 (default: the campaign's)")
     bench.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     bench.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
+    bench.add_argument("--noise", action="store_true",
+                       help="count the new findings of clean campaigns (`run --no-export`) instead of timing")
+    bench.add_argument("--campaigns", type=int, default=3, metavar="N",
+                       help="with --noise: how many campaigns, seeds 1..N (default 3)")
+    bench.add_argument("--seeds", type=_numbers("seeds", 0), default=None, metavar="S[,S...]",
+                       help="with --noise: the campaigns' seeds (instead of 1..N)")
+    bench.add_argument("--out", type=Path, default=None, metavar="DIR",
+                       help="with --noise: where the campaigns go, DIR/seed-N (default: a new temporary directory, "
+                            "kept)")
     return parser
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        counts = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"cannot parse {text!r} as worker counts (e.g. 1,2,4)") from None
-    if not counts or min(counts) < 1:
-        raise argparse.ArgumentTypeError(f"worker counts must be at least 1, got {text!r}")
-    return counts
+def _numbers(what: str, minimum: int) -> Any:
+    """A parser of comma-separated integers of at least `minimum`, e.g. worker counts 1,2,4."""
+    def parse(text: str) -> list[int]:
+        try:
+            numbers = [int(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"cannot parse {text!r} as {what} (e.g. 1,2,4)") from None
+        if not numbers or min(numbers) < minimum:
+            raise argparse.ArgumentTypeError(f"{what} must be at least {minimum}, got {text!r}")
+        return numbers
+    return parse
 
 
 def _warn(message: str) -> None:
@@ -361,9 +382,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     device = "cuda" if args.device == "cuda" or (args.device == "auto" and visible_gpu_ids()) else "cpu"
     if device == "cuda" and not visible_gpu_ids():
         _fail("--device cuda: no GPU is visible on this machine")
+    if args.noise:
+        return _noise(args, device)
     sides = bench(args.budget, args.workers or [default_workers(device)], device, args.seed, _emit)
     print(summary(sides), flush=True)
     return 0
+
+
+def _noise(args: argparse.Namespace, device: str) -> int:
+    import tempfile
+
+    from fuzz import noise
+
+    if args.campaigns < 1:
+        _fail("--campaigns must be at least 1")
+    seeds = args.seeds or list(range(1, args.campaigns + 1))
+    root = args.out or Path(tempfile.mkdtemp(prefix="mm-fuzz-noise-"))
+    try:
+        runs = noise.noise(args.budget, seeds, root, device, _emit)
+    except noise.NoiseError as e:
+        _fail(str(e))
+    return noise.exit_status(runs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,6 +32,9 @@ from fuzz.shared_store import SAMPLES_FILE, StoreSync
 from fuzz.workers import Child, spawn_python, usable_cpus
 
 SAMPLE_S = 30.0
+STOP_GRACE_S = 30.0
+"""How long after the budget, `--shrink-time` and `--case-timeout` the drivers get to stop their
+workers and end; then they are killed (the campaign's bound: README "Campaigns")."""
 
 
 @dataclasses.dataclass
@@ -212,7 +215,7 @@ class Coordinator:
     def loop(self) -> None:
         while any(not d.done for d in self.drivers) and not self.aborted:
             end = self.deadline if self.deadline is not None else self.started + 900 + self.opts.budget_s
-            hard_stop = end + self.opts.shrink_s + self.opts.case_timeout_s + 120
+            hard_stop = end + self.opts.shrink_s + self.opts.case_timeout_s + STOP_GRACE_S
             live = {d.child.from_child: d for d in self.drivers if not d.done}
             for conn in wait(list(live), timeout=0.5):
                 d = live[conn]  # type: ignore[index]
