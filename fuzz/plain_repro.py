@@ -25,6 +25,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -409,16 +410,18 @@ CUT = "cut"
 """The status of a run stopped by the search's budget, not by its own timeout: no verdict."""
 
 
-def run_script(path: Path, timeout_s: float) -> Outcome:
+def run_script(path: Path, timeout_s: float, cancel: threading.Event | None = None) -> Outcome:
     """Run a script as `python script.py` would (fresh inductor caches), and say how it ended (at
-    `timeout_s` it is killed, with the processes it started: a hang)."""
+    `timeout_s` it is killed, with the processes it started: a hang; once `cancel` is set: CUT)."""
     path = Path(path).resolve()
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-plain-") as tmp:
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
                "TRITON_CACHE_DIR": f"{tmp}/triton"}
         result = Path(tmp) / "result.json"
         code, output, _ = run_bounded([sys.executable, "-c", _PROBE, str(path), str(result)], cwd=tmp, env=env,
-                                      timeout_s=timeout_s, merge_output=True)
+                                      timeout_s=timeout_s, cancel=cancel, merge_output=True)
+        if code is None and cancel is not None and cancel.is_set():
+            return Outcome(CUT, message="stopped: the campaign was stopped")
         if code is None:
             return Outcome("hang", message=f"no result within {timeout_s:g}s", output=output)
         if code < 0:
@@ -572,10 +575,12 @@ def plain_path(vendored: str | os.PathLike[str]) -> Path:
 
 
 def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, verify: bool = True,
-                      timeout_s: float = 600.0, budget_s: float = 600.0) -> dict[str, Any]:
+                      timeout_s: float = 600.0, budget_s: float = 600.0,
+                      cancel: threading.Event | None = None) -> dict[str, Any]:
     """Write the plain script for `case` to `path` and what its run printed to `path`.log; with
     `verify`, search the smallest failing form first, within `budget_s` of wall time (a run still
-    going then is killed and counts as not run). Returns the record kept in the finding."""
+    going then, or when `cancel` is set, is killed and counts as not run). Returns the record kept
+    in the finding."""
     kind = check_kind(violation)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not verify:
@@ -588,7 +593,7 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
             candidate = Path(tmp, f"candidate_{len(os.listdir(tmp))}.py").resolve()
             candidate.write_text(render(case, violation, form), encoding="utf-8")
             left = deadline - time.monotonic()
-            ran = run_script(candidate, min(timeout_s, left))
+            ran = run_script(candidate, min(timeout_s, left), cancel)
             if ran.status == "hang" and left < timeout_s:
                 return Outcome(CUT, message=f"stopped: the {budget_s:g}s for the search were spent")
             return dataclasses.replace(ran, output=ran.output.replace(str(candidate), path.name))
@@ -643,13 +648,14 @@ def write_environment(repro_dir: Path, timeout_s: float = 300.0) -> Path:
 
 def export_plain(case_json: Mapping[str, Any], violation: Mapping[str, str], vendored: str, root: Path, *,
                  verify: bool, timeout_s: float, environment: Path | None,
-                 budget_s: float | None = None) -> dict[str, Any]:
+                 budget_s: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
     """The plain repro of an exported finding, written beside its vendored one (its search for
-    failing forms starts no run after `budget_s`, default `timeout_s`); returns the record kept in
-    the finding (paths relative to `root`, the campaign directory), or why there is none."""
+    failing forms ends by `budget_s`, default `timeout_s`, or once `cancel` is set); returns the
+    record kept in the finding (paths relative to `root`, the campaign directory), or why there is none."""
     try:
         record = write_plain_repro(Case.from_json(case_json), violation, plain_path(vendored), verify=verify,
-                                   timeout_s=timeout_s, budget_s=timeout_s if budget_s is None else budget_s)
+                                   timeout_s=timeout_s, budget_s=timeout_s if budget_s is None else budget_s,
+                                   cancel=cancel)
     except PlainReproError as e:
         return {"unsupported": str(e)}
     if environment is not None:

@@ -198,8 +198,8 @@ def render_repro(case: Any, violations: Sequence[Any], meta: Mapping[str, Any] |
     for name, (is_package, source) in vendored_modules().items():
         vendor.append(f"    {name!r}: ({is_package}, {_literal(source)}),")
     vendor += ["}", "", "", 'if __name__ == "__main__":',
-               '    sys.exit(run_child() if sys.argv[1:] == ["--child"] else (check_process() if MODE == "process" '
-               'else check()))', ""]
+               ('    sys.exit(run_child() if sys.argv[1:] == ["--child"] else (check_process() if MODE == "process" '
+                'else check()))'), ""]
     return "\n".join(header) + body + "\n".join(vendor)
 
 
@@ -487,7 +487,8 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
         if result.exit_code is None and (why := skipped()):  # stopped by the checks' limit, not its own timeout
             return unchecked(f, path, f"{why} (stopped after {result.seconds:.0f}s)", result.seconds)
         return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=not skipped(),
-                                    timeout_s=timeout_s, budget_s=min(timeout_s, left()), environment=environment)
+                                    timeout_s=timeout_s, budget_s=min(timeout_s, left()), environment=environment,
+                                    cancel=cancel)
 
     environment = write_environment(repro_dir, timeout_s=min(300.0, left())) \
         if verify and len(again) < len(written) and not skipped() else None

@@ -5,6 +5,7 @@ reproduced is not run again while its basis is unchanged."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _quick_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plain_repro, "write_environment", lambda repro_dir, timeout_s: repro_dir / "environment.txt")
+    monkeypatch.setattr(plain_repro, "write_environment", lambda repro_dir, timeout_s=300.0: repro_dir / "environment.txt")
 
 
 def _alive(pid: int) -> bool:
@@ -81,11 +82,16 @@ def test_a_check_still_running_when_the_time_is_spent_is_stopped_with_its_childr
     assert not any(_alive(int(pid)) for pid in pids.read_text().split())  # the repro and the child it started
 
 
-def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("stop", ["budget", "cancel"])
+def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 stop: str) -> None:
     monkeypatch.setattr(plain_repro, "render", lambda case, violation, form, status="": "import time\ntime.sleep(120)\n")
+    cancel = threading.Event()
+    if stop == "cancel":  # a second Ctrl-C during the repro checks
+        threading.Timer(2, cancel.set).start()
     began = time.monotonic()
-    record = plain_repro.write_plain_repro(_small_case(), V, tmp_path / "p_plain.py", timeout_s=600, budget_s=2)
+    record = plain_repro.write_plain_repro(_small_case(), V, tmp_path / "p_plain.py", timeout_s=600,
+                                           budget_s=2 if stop == "budget" else 600, cancel=cancel)
     assert time.monotonic() - began < 8
     assert record["out_of_time"] and not record["reproduced"] and record["outcome"] is None and record["runs"] == 0
     assert plain_repro.plain_summary(record) == "was not run (its search for a failing form ran out of time)"
