@@ -84,7 +84,7 @@ class Finding:
     violations: list[dict[str, str]] = dataclasses.field(default_factory=list)  # all of the first case's
     traceback: str | None = None  # process findings: the worker's last words (faulthandler dump)
     versions: dict[str, Any] = dataclasses.field(default_factory=dict)  # torch, triton, GPU, driver, ...
-    origin: dict[str, Any] = dataclasses.field(default_factory=dict)  # host, campaign seed, worker
+    origin: dict[str, Any] = dataclasses.field(default_factory=dict)  # where `case` came from: see drawn_from
     hosts: list[str] = dataclasses.field(default_factory=list)
     sightings: dict[str, int] = dataclasses.field(default_factory=dict)  # count per host id
     repro: dict[str, Any] | None = None  # {"path", "exit_code", "verdict", "torch"} after export
@@ -146,6 +146,20 @@ class Finding:
         if data["status"] not in ("new", "known"):
             raise ValueError(f"unknown status {data['status']!r}")
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def drawn_from(origin: dict[str, Any], path: str = "FINDING.json") -> str:
+    """Where a finding's first case came from, in words: for a case of a campaign's stream, the
+    position that draws it again (fuzz.rounds.regenerate; `path`: the finding's file)."""
+    who = f"worker {origin.get('worker')} (seed {origin.get('seed')}, session {origin.get('session')})"
+    if origin.get("phase") == "explore":
+        return (f"case {origin['index']} of round {origin['round']} of the stream of {who}; "
+                f"`python -m fuzz.regenerate {path}` draws it again")
+    if origin.get("phase") == "shrink":
+        return f"a candidate while {who} shrank another finding (not in a stream)"
+    if origin.get("phase") == "replay":
+        return f"the example database, replayed by {who} (not in a stream)"
+    return f"{who} (recorded before cases had a stream position)"
 
 
 def record_from_violation(violation: dict[str, str], case: dict[str, Any], *, known_bug: dict[str, str] | None,

@@ -1,31 +1,47 @@
-"""A campaign's driver process: Hypothesis generation rounds, shrinking and minimizing findings.
+"""A campaign's driver process: a stream of cases that the seed alone decides, then shrinking and
+minimizing what it showed.
 
-Each driver runs the `@given(cases(...))` test `_campaign_case` in rounds of the profile's
-`max_examples`, each round with its own seed derived from (campaign seed, session, driver,
-round), so drivers and hosts explore disjoint streams while sharing one example database (which
-every round reads first: stored failing examples are replayed before anything new is drawn).
-The test body does not fail for findings it has already seen: it reports them (the coordinator
-counts them) and returns, so exploration goes on. The first time a driver sees a finding key no
-one has claimed, it claims it and fails the test: Hypothesis shrinks the case while the same key
-keeps showing up, and `fuzz.minimize` then drops config keys and graph nodes. The budget is wall
-clock; a shrink in progress when it runs out may finish (at most `shrink_s` per finding).
+Each driver explores its **stream**: Hypothesis rounds of the profile's `max_examples` cases of
+the `@given(cases(...))` test `_campaign_case`, round r seeded with derive_seed(campaign seed,
+session, driver, r). Nothing flows back from the cases into Hypothesis while it explores (the test
+body never fails, rejects or targets, and the example database is not read), so the stream is a
+function of (seed, session, driver): timing, verdicts, claims and other drivers or hosts change
+only how much of it runs. Every sighting records its position (round, index) in the stream, and
+`regenerate` draws that case again (`python -m fuzz.regenerate FINDING.json`).
+
+Findings are shrunk between rounds, outside the stream. The first finding key a round shows that
+no one has claimed is claimed (one a round, while shrinking has taken at most half the driver's
+time); after the round a separate Hypothesis run draws the round again up to that case, fails there
+and shrinks while the same key keeps showing up (saving what it finds in the example database), and
+`fuzz.minimize` then drops config keys and graph nodes. Other unclaimed keys wait and are claimed
+and shrunk after later rounds while the budget lasts. Before its stream, driver 0 replays the
+example database read-only (earlier sessions' and other hosts' stored cases are counted again, and
+a finding no one has minimized is delta-minimized). The budget is wall clock; a finding claimed
+before it ran out is still shrunk, for at most `shrink_s` past it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import socket
 import time
+import unittest
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from fuzz.sightings import rejected, sightings
 from fuzz.workers import Executor, Outcome, WorkerStartError, child_connections
 
 LOG_DIR = "logs"
+STREAM_LOG = "stream-{worker}.tsv"
+"""Per driver, in LOG_DIR: one line per case of its stream that it ran (session, round, index,
+fingerprint, op), to compare two runs of a seed or find a case's position."""
 DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:")
 """Case features (strategies.cases.case_features) counted for the report's "what was drawn"."""
 
@@ -55,21 +71,36 @@ def case_strategy(device: str, ops: list[str], backends: list[str], dtypes: list
     return strategy
 
 
+def stream_strategy(stream: dict[str, Any]) -> Any:
+    """The strategy of a stream as a sighting's origin records it (device, ops and filters)."""
+    return case_strategy(stream["device"], stream["ops"], stream["backends"], stream["dtypes"])
+
+
 class _Stop(BaseException):
-    """The budget is spent (or the coordinator asked to stop): abandon the Hypothesis run."""
+    """The budget is spent (or the coordinator asked to stop, or the wanted case is drawn): end the Hypothesis run."""
 
 
 class _ShrinkTimeUp(BaseException):
     """The time allowed for shrinking this finding is spent: keep the smallest case so far."""
 
 
+class _Diverged(BaseException):
+    """Drawing a round again did not give the finding's case back (or the case no longer shows it)."""
+
+
 class _Found(AssertionError):
     """Fails the Hypothesis test so that it shrinks the case while the same finding key shows up."""
 
 
-_ACTIVE: Driver | None = None
+@dataclasses.dataclass
+class _Run:
+    body: Callable[[Any], None]
 
 
+_ACTIVE: _Run | None = None
+
+
+# Hypothesis keys the example database by this function's source: keep it as it is.
 def _campaign_case(case: Any) -> None:
     """The campaign's Hypothesis test (one function, so its example-database key is stable across
     drivers and hosts): run the case in the isolated worker and report what it found."""
@@ -77,8 +108,65 @@ def _campaign_case(case: Any) -> None:
     _ACTIVE.body(case)
 
 
+@contextlib.contextmanager
+def _running(body: Callable[[Any], None]) -> Iterator[None]:
+    """`_campaign_case` calls `body` meanwhile."""
+    global _ACTIVE
+    _ACTIVE = _Run(body)
+    try:
+        yield
+    finally:
+        _ACTIVE = None
+
+
+def stream_test(strategy: Any, seed: int, max_examples: int, phases: tuple[Any, ...],
+                database: Any = None) -> Callable[[], None]:
+    """A Hypothesis run of `_campaign_case`: exploring, shrinking and regenerating all use this, so
+    that a round's first cases are the same in each (only `phases` and `database` may differ)."""
+    from hypothesis import HealthCheck, Verbosity, given, settings
+    from hypothesis import seed as with_seed
+
+    # `seed` replaces the test's settings with database=None: the settings go on last, outermost
+    return settings(max_examples=max_examples, database=database, deadline=None, derandomize=False, phases=phases,
+                    verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False,
+                    suppress_health_check=list(HealthCheck))(with_seed(seed)(given(case=strategy)(_campaign_case)))
+
+
+def regenerate(origin: dict[str, Any]) -> dict[str, Any]:
+    """The case a sighting's `origin` names (seed, session, worker, round, index in the worker's
+    stream), drawn again: its Case.to_json(). ValueError when the origin names no stream position."""
+    from hypothesis import Phase
+
+    if origin.get("phase") != "explore":
+        raise ValueError(f"not drawn by a campaign's stream (phase {origin.get('phase', 'not recorded')})")
+    stream, index = origin["stream"], int(origin["index"])
+    drawn: list[dict[str, Any]] = []
+
+    def body(case: Any) -> None:
+        if len(drawn) == index:
+            drawn.append(case.to_json())
+            raise _Stop
+        drawn.append({})
+
+    seed = derive_seed(origin["seed"], origin["session"], origin["worker"], origin["round"])
+    with _running(body), contextlib.suppress(_Stop):
+        stream_test(stream_strategy(stream), seed, int(stream["max_examples"]), (Phase.generate,))()
+    if len(drawn) <= index:
+        raise ValueError(f"round {origin['round']} ends after {len(drawn)} case(s), before case {index}")
+    return drawn[index]
+
+
 def _fingerprint(case_json: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(case_json, sort_keys=True).encode()).hexdigest()
+
+
+@dataclasses.dataclass
+class Job:
+    """A finding to shrink: the first case this driver saw it in, and that case's origin."""
+
+    key: str
+    case: dict[str, Any]
+    origin: dict[str, Any]
 
 
 class Driver:
@@ -91,14 +179,16 @@ class Driver:
                                  case_timeout_s=cfg["case_timeout_s"], compile_threads=cfg.get("compile_threads"),
                                  coverage_dir=Path(cfg["out"]) / "coverage" if cfg["coverage"] else None)
         self.env: dict[str, Any] = {}
-        self.target: str | None = None
-        self.target_case: dict[str, Any] | None = None
+        self.stream: dict[str, Any] = {}  # what the stream draws from (start_stream)
+        self.strategy: Any = None
+        self.stream_log: TextIO | None = None
+        self.phase = "explore"  # explore | replay | shrink
         self.deadline = float("inf")  # set when the worker is ready: start-up does not eat the budget
-        self.target_claimed_at = self.target_until = 0.0
-        self.shrink_steps = 0
+        self.shrink_until = 0.0
+        self.claim_now: Job | None = None  # the finding this round (or replay) claimed
+        self.pending: dict[str, Job] = {}  # unclaimed keys this driver saw, minimized later if no one claims them
         self.seen: dict[str, Outcome] = {}  # outcomes of the cases this driver ran, by fingerprint
         self.sighted: set[str] = set()  # finding keys this driver has reported
-        self.pending: dict[str, dict[str, Any]] = {}  # unclaimed keys seen while shrinking, with their case
         self.spent = {"exploring": 0.0, "shrinking": 0.0}  # seconds of cases run
 
     # messages
@@ -138,110 +228,193 @@ class Driver:
         if unsupported:
             self.send("fatal", f"--op {unsupported[0]} does not run on {device} here (it runs: {', '.join(available)})")
             return
-        strategy = case_strategy(device, self.cfg["ops"] or available, self.cfg["backends"], self.cfg["dtypes"])
+        self.start_stream(device, self.cfg["ops"] or available)
         from hypothesis.errors import Unsatisfiable
 
         rounds = 0
-        while not self.out_of_time():
-            seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, rounds)
+        log_dir = Path(self.cfg["out"]) / LOG_DIR
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_dir / STREAM_LOG.format(worker=self.index), "a", encoding="utf-8") as self.stream_log:
             try:
-                self.run_round(strategy, seed)
+                if self.index == 0:
+                    self.replay()
+                while not self.out_of_time():
+                    self.run_round(rounds)
+                    rounds += 1
             except Unsatisfiable:
                 self.send("fatal", f"no case on {device} matches the --op/--backend/--dtype filters")
-                break
-            rounds += 1
         self.executor.stop()
         self.send("done", {"worker": self.index, "rounds": rounds, "restarts": self.executor.restarts})
 
-    def round_test(self, strategy: Any, seed: int) -> Any:
-        """The Hypothesis test of one round: `_campaign_case` over `strategy`, seeded, reading and
-        writing the campaign's example database."""
-        from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-        from hypothesis import seed as with_seed
+    def start_stream(self, device: str, ops: list[str]) -> None:
+        from hypothesis import settings
 
         from fuzz.profiles import register_profiles
-        from fuzz.shared_store import open_database
 
         register_profiles()
-        profile = settings.get_profile(self.cfg["profile"])
-        # `seed` replaces the test's settings with database=None: the settings go on last, outermost
-        return settings(parent=profile, database=open_database(self.cfg["db"]), deadline=None, derandomize=False,
-                        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
-                        verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False,
-                        suppress_health_check=list(HealthCheck))(with_seed(seed)(given(case=strategy)(_campaign_case)))
+        self.stream = {"device": device, "ops": list(ops), "backends": list(self.cfg["backends"]),
+                       "dtypes": list(self.cfg["dtypes"]),
+                       "max_examples": settings.get_profile(self.cfg["profile"]).max_examples}
+        self.strategy = stream_strategy(self.stream)
 
-    def run_round(self, strategy: Any, seed: int) -> None:
-        global _ACTIVE
+    def hypothesis_run(self, test: Callable[[], None], body: Callable[[Any], None]) -> None:
+        """Run `test` with `body` as `_campaign_case`; a run's own end (budget, shrink time, the
+        failure that was shrunk, nothing to replay) is no error."""
         from hypothesis.errors import Unsatisfiable
 
-        test = self.round_test(strategy, seed)
-        self.target, self.target_case, self.shrink_steps = None, None, 0
-        _ACTIVE = self
         try:
-            test()
-        except (_Stop, _ShrinkTimeUp, _Found):
+            with _running(body):
+                test()
+        except (_Stop, _ShrinkTimeUp, _Found, unittest.SkipTest):
             pass
         except Unsatisfiable:
             raise
-        except Exception as e:  # noqa: BLE001 - Hypothesis' own complaints (flaky shrink, ...) end the round only
-            if self.target is None:
-                self.send("log", f"driver {self.index}: hypothesis round ended with {type(e).__name__}: "
+        except Exception as e:  # noqa: BLE001 - Hypothesis' own complaints (flaky shrink, ...) end this run only
+            if self.phase != "shrink":
+                self.send("log", f"driver {self.index}: hypothesis {self.phase} ended with {type(e).__name__}: "
                                  f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}")
-        finally:
-            _ACTIVE = None
-        if self.target is not None:
-            assert self.target_case is not None
-            self.minimize(self.target, self.target_case, self.target_claimed_at, self.shrink_steps)
-            self.target = None
+
+    def run_round(self, number: int) -> None:
+        """Explore round `number` of the stream, then shrink what it claimed (and what waits, while
+        the budget lasts)."""
+        from hypothesis import Phase
+
+        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, number)
+        index = -1
+
+        def explore(case: Any) -> None:
+            nonlocal index
+            index += 1
+            if self.out_of_time():
+                raise _Stop
+            case_json = case.to_json()
+            fingerprint = _fingerprint(case_json)
+            if self.stream_log is not None:
+                self.stream_log.write(f"{self.cfg['session']}\t{number}\t{index}\t{fingerprint[:16]}\t"
+                                      f"{case_json['op']}\n")
+                self.stream_log.flush()
+            outcome, fresh = self.evaluate(case_json, case)
+            origin = self.origin("explore", round=number, index=index, stream=self.stream)
+            self.claim_one(self.report(case_json, outcome, fresh, origin))
+
+        self.phase = "explore"
+        self.hypothesis_run(stream_test(self.strategy, seed, self.stream["max_examples"], (Phase.generate,)),
+                            explore)
+        self.shrink_found()
+
+    def replay(self) -> None:
+        """Run the example database's stored cases once, read-only (nothing is deleted: other hosts
+        and later sessions replay them too), then shrink what they showed that no one has."""
+        from hypothesis import Phase
+        from hypothesis.database import ReadOnlyDatabase
+
+        from fuzz.shared_store import open_database
+
+        database = open_database(self.cfg["db"])
+        if database is None:
+            return
+
+        def replay(case: Any) -> None:
+            if self.out_of_time():
+                raise _Stop
+            case_json = case.to_json()
+            outcome, fresh = self.evaluate(case_json, case)
+            self.claim_one(self.report(case_json, outcome, fresh, self.origin("replay")))
+
+        self.phase = "replay"
+        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, "replay")
+        self.hypothesis_run(stream_test(self.strategy, seed, self.stream["max_examples"], (Phase.reuse,),
+                                        ReadOnlyDatabase(database)), replay)
+        self.shrink_found()
+
+    def claim_one(self, found: set[str]) -> None:
+        """Claim the first key of `found` no one has, unless this round claimed one already or
+        shrinking has taken more time than exploring."""
+        if self.claim_now is not None or self.spent["shrinking"] > self.spent["exploring"]:
+            return
+        fresh = sorted(k for k in found if k not in self.claimed)
+        if fresh:
+            self.claim(fresh[0])
+            self.claim_now = self.pending.pop(fresh[0])
+
+    def claim(self, key: str) -> None:
+        self.claimed.add(key)
+        self.send("claim", key)
+
+    def shrink_found(self) -> None:
+        """Shrink the finding just claimed, whatever the time; then the waiting ones no one has
+        claimed, while the budget lasts and shrinking has taken at most half of the time."""
+        if self.claim_now is not None:
+            job, self.claim_now = self.claim_now, None
+            self.shrink(job)
         while self.pending and not self.out_of_time() and self.spent["shrinking"] <= self.spent["exploring"]:
-            key, case_json = self.pending.popitem()
-            if key not in self.claimed:
-                self.claimed.add(key)
-                self.send("claim", key)
-                self.minimize(key, case_json, time.time(), 0)
+            job = self.pending.pop(next(iter(self.pending)))
+            if job.key not in self.claimed:
+                self.claim(job.key)
+                self.shrink(job)
 
-    def body(self, case: Any) -> None:
-        from hypothesis import reject, target
+    def shrink(self, job: Job) -> None:
+        """Hypothesis-shrink the job's case (where the stream drew it), then delta-minimize it, for
+        `shrink_s` from now, or from the deadline when that has passed."""
+        began = time.time()
+        self.phase, self.shrink_until = "shrink", min(began, self.deadline) + self.cfg["shrink_s"]
+        case_json, shrinks = job.case, 0
+        if job.origin.get("phase") == "explore":
+            case_json, shrinks = self.hypothesis_shrink(job)
+        self.minimize(job.key, case_json, began, shrinks)
 
-        if self.target is None and self.out_of_time():
-            raise _Stop
-        if self.target is not None:
+    def hypothesis_shrink(self, job: Job) -> tuple[dict[str, Any], int]:
+        """Draw the job's round again up to its case, without running the cases before it, fail
+        there and let Hypothesis shrink while the job's key shows up. Returns the smallest case
+        that showed it and how many shrink steps did."""
+        from hypothesis import Phase
+
+        from fuzz.shared_store import open_database
+
+        origin = job.origin
+        target, calls, best, shrinks = int(origin["index"]), -1, job.case, -1
+
+        def shrink(case: Any) -> None:
+            nonlocal calls, best, shrinks
+            calls += 1
+            if calls < target:
+                return  # the stream before the case: drawn again, not run
             self.poll_inbox()
             if self.stop_requested:
                 raise _Stop
-            if time.time() > self.target_until:
+            if time.time() > self.shrink_until:
                 raise _ShrinkTimeUp
-        case_json = case.to_json()
-        outcome, fresh = self.evaluate(case_json, case if self.target is None else None)
-        found = self.report(case_json, outcome, fresh)
-        if outcome.verdict is not None:
-            target(outcome.verdict["error_ratio"], label="compiled error / tolerance")
-        if self.target is None and self.spent["shrinking"] <= self.spent["exploring"]:  # shrinking: at most half
-            fresh_keys = sorted(k for k in found if k not in self.claimed)
-            if fresh_keys:
-                self.target_claimed_at = time.time()
-                self.target_until = self.target_claimed_at + self.cfg["shrink_s"]
-                self.target, self.shrink_steps = fresh_keys[0], -1
-                self.claimed.add(fresh_keys[0])
-                self.pending.pop(fresh_keys[0], None)
-                self.send("claim", fresh_keys[0])
-        if self.target in found:
-            self.target_case = case_json
-            self.shrink_steps += 1
-            raise _Found(self.target)  # one raise site: Hypothesis tells failures apart by where they are raised
-        if rejected(outcome) and not found:
-            reject()
+            case_json = case.to_json()
+            if calls == target and _fingerprint(case_json) != _fingerprint(job.case):
+                raise _Diverged("a different case")
+            outcome, fresh = self.evaluate(case_json)
+            if job.key in self.report(case_json, outcome, fresh, self.origin("shrink")):
+                best, shrinks = case_json, shrinks + 1
+                raise _Found(job.key)  # one raise site: Hypothesis tells failures apart by where they are raised
+            if calls == target:
+                raise _Diverged("a case that no longer shows it")
+
+        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, origin["round"])
+        test = stream_test(self.strategy, seed, int(origin["stream"]["max_examples"]), (Phase.generate, Phase.shrink),
+                           open_database(self.cfg["db"]))
+        try:
+            self.hypothesis_run(test, shrink)
+        except _Diverged as e:
+            self.send("log", f"driver {self.index}: drawing round {origin['round']} again gave {e} at case "
+                             f"{target}, not {job.key}'s: delta-minimizing it only")
+            return job.case, 0
+        return best, max(shrinks, 0)
 
     def evaluate(self, case_json: dict[str, Any], drawn: Any = None) -> tuple[Outcome, bool]:
-        """The case's outcome, and whether it ran now (False: this driver ran it before; every
-        Hypothesis round starts with the same simplest case and replays the database). `drawn`:
-        the Case, when it is a fresh draw (not a shrink step), whose features the report counts."""
+        """The case's outcome, and whether it ran now (False: this driver ran it before; shrinking
+        starts from a case already run). `drawn`: the Case, when it is a fresh draw (not a shrink
+        step), whose features the report counts."""
         fingerprint = _fingerprint(case_json)
         if fingerprint in self.seen:
             return self.seen[fingerprint], False
         began = time.monotonic()
         outcome = self.executor.run(case_json)
-        self.spent["exploring" if self.target is None else "shrinking"] += time.monotonic() - began
+        self.spent["shrinking" if self.phase == "shrink" else "exploring"] += time.monotonic() - began
         if len(self.seen) < 200_000:
             self.seen[fingerprint] = outcome
         if outcome.death is not None:
@@ -252,30 +425,33 @@ class Driver:
 
             features = sorted(f for f in case_features(drawn) if f.startswith(DRAWN_PREFIXES))
         self.send("case", {"worker": self.index, "op": case_json["op"], "seconds": outcome.seconds,
-                           "rejected": rejected(outcome), "shrinking": self.target is not None,
+                           "rejected": rejected(outcome), "shrinking": self.phase == "shrink",
                            "features": features})
         return outcome, True
 
-    def origin(self) -> dict[str, Any]:
+    def origin(self, phase: str, **where: Any) -> dict[str, Any]:
+        """Where a case came from: host, campaign seed, session, worker and phase; for a case of the
+        stream also its round, index and what the stream draws from (all `regenerate` needs)."""
         return {"host": self.env.get("host", socket.gethostname()), "host_id": self.cfg.get("host_id", ""),
-                "worker": self.index, "seed": self.cfg["seed"], "session": self.cfg["session"]}
+                "worker": self.index, "seed": self.cfg["seed"], "session": self.cfg["session"], "phase": phase,
+                **where}
 
-    def report(self, case_json: dict[str, Any], outcome: Outcome, fresh: bool) -> set[str]:
+    def report(self, case_json: dict[str, Any], outcome: Outcome, fresh: bool, origin: dict[str, Any]) -> set[str]:
         """Send every finding the outcome shows to the coordinator; returns their keys. A sighting
         counts when the case ran now and is an independent sample: while shrinking, only a key
         this driver never saw before counts (shrink candidates are close copies of one case)."""
-        records = sightings(case_json, outcome, self.env, self.origin())
+        records = sightings(case_json, outcome, self.env, origin)
         for record in records:
-            if not fresh or (self.target is not None and record.key in self.sighted):
+            if not fresh or (self.phase == "shrink" and record.key in self.sighted):
                 record.count, record.sightings = 0, {}
             self.sighted.add(record.key)
-            if record.key != self.target and record.key not in self.claimed:
-                self.pending.setdefault(record.key, case_json)  # minimized later if no one claims it first
+            if record.key not in self.claimed:
+                self.pending.setdefault(record.key, Job(record.key, case_json, origin))
             self.send("finding", record.to_json())
         return {r.key for r in records}
 
-    def minimize(self, key: str, case_json: dict[str, Any], claimed_at: float, shrinks: int) -> None:
-        """Delta-minimize a (Hypothesis-shrunk) failing case in its time left, then report it
+    def minimize(self, key: str, case_json: dict[str, Any], began: float, shrinks: int) -> None:
+        """Delta-minimize a (Hypothesis-shrunk) failing case until `shrink_until`, then report it
         with the violation message its minimal form shows."""
         from fuzz.minimize import delta_minimize
 
@@ -284,18 +460,17 @@ class Driver:
             if self.stop_requested:
                 return False
             outcome, fresh = self.evaluate(candidate)
-            return key in self.report(candidate, outcome, fresh)
+            return key in self.report(candidate, outcome, fresh, self.origin("shrink"))
 
-        self.target = key  # sightings of other keys on the way are independent of it: see report()
-        minimal, how = delta_minimize(case_json, fails, max(0.0, claimed_at + self.cfg["shrink_s"] - time.time()))
-        self.target = None
+        self.phase = "shrink"  # sightings of other keys on the way are independent of it: see report()
+        minimal, how = delta_minimize(case_json, fails, max(0.0, self.shrink_until - time.time()))
         outcome = self.seen.get(_fingerprint(minimal)) or self.evaluate(minimal)[0]
         messages = [r.message for r in sightings(minimal, outcome, self.env, {}) if r.key == key]
         self.send("minimized", {"key": key, "case": minimal, "message": messages[0] if messages else None,
                                 "minimization": {
                                     "hypothesis_shrinks": shrinks, "delta_steps": how.steps, "dropped": how.dropped,
                                     "complete": how.complete and not self.stop_requested,
-                                    "seconds": round(time.time() - claimed_at, 1)}})
+                                    "seconds": round(time.time() - began, 1)}})
 
 
 def driver_main(read_fd: int, write_fd: int) -> None:

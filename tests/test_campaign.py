@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
 import signal
@@ -22,9 +23,9 @@ from typing import Any
 import pytest
 
 from fuzz import rounds
-from fuzz.sightings import sightings
 from fuzz.findings import Finding, load_campaign, load_findings
 from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
+from fuzz.sightings import sightings
 from fuzz.workers import Outcome, visible_gpu_ids
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,18 +77,18 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 # --- the driver's Hypothesis loop, with a fake worker (no compiling) ----------------------------------
 
 class FakeWorker:
-    """Reports violations `names` whenever the first input has at least 5 rows."""
+    """Reports violations `names` whenever the first input has at least `rows` rows."""
 
     restarts = 0
 
-    def __init__(self, names: tuple[str, ...] = ("fake",)) -> None:
+    def __init__(self, names: tuple[str, ...] = ("fake",), rows: int = 5) -> None:
         self.cases: list[dict[str, Any]] = []
-        self.names = names
+        self.names, self.rows = names, rows
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         self.cases.append(case_json)
         rows = case_json["inputs"][0]["shape"][0]
-        bad = rows >= 5
+        bad = rows >= self.rows
         found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:{case_json['op']}",
                   "message": f"{rows} row(s) differ"} for name in self.names]
         return Outcome(verdict={"violations": found if bad else [], "known": [], "rejected": False,
@@ -115,12 +116,13 @@ def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Drive
     driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
     driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
     driver.deadline = time.time() + 60
+    driver.start_stream("cpu", ["mm"])
     return driver
 
 
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     driver = fake_driver()
-    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(2)  # its first failing case has 109 rows
     sent = driver.outbox.sent  # type: ignore[attr-defined]
     assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
     minimized = [p for k, p in sent if k == "minimized"]
@@ -134,35 +136,43 @@ def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     assert minimized[0]["message"] == "5 row(s) differ" != first["message"]  # the shrunk case's own message
 
 
-def test_the_example_database_is_written_and_replayed_first(tmp_path: Path) -> None:
+def test_the_example_database_is_written_and_replayed_once_without_deleting(tmp_path: Path) -> None:
     db = str(tmp_path / "examples")
     first = fake_driver(db=db)
-    first.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
-    assert any(p.is_file() for p in (tmp_path / "examples").rglob("*"))  # the shrunk failing example is saved
-    resumed = fake_driver(claimed=("numerics/fake:mm",), db=db)  # another session (or host), another seed
-    resumed.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=6)
+    first.run_round(0)
+    stored = sorted(p for p in (tmp_path / "examples").rglob("*") if p.is_file())
+    assert stored  # the shrunk failing example is saved
+    resumed = fake_driver(claimed=("numerics/fake:mm",), db=db)  # another session (or host)
+    resumed.replay()
     assert resumed.executor.cases[0]["inputs"][0]["shape"][0] == 5  # type: ignore[attr-defined]
-    fresh = fake_driver(claimed=("numerics/fake:mm",))  # without the database: the simplest case first
-    fresh.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=6)
-    assert fresh.executor.cases[0]["inputs"][0]["shape"][0] < 5  # type: ignore[attr-defined]
+    assert sorted(p for p in (tmp_path / "examples").rglob("*") if p.is_file()) == stored  # read-only
+    fresh = fake_driver(claimed=("numerics/fake:mm",))  # without the database: nothing to replay
+    fresh.replay()
+    assert fresh.executor.cases == []  # type: ignore[attr-defined]
+    logs = [io.StringIO(), io.StringIO()]
+    for driver, log in zip((resumed, fresh), logs):
+        driver.stream_log = log
+        driver.run_round(0)
+    assert logs[0].getvalue() == logs[1].getvalue()  # rounds do not read the database
+    assert len(logs[1].getvalue().splitlines()) == fresh.stream["max_examples"]
 
 
 def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> None:
     driver = fake_driver()
     driver.executor = FakeWorker(("fake", "other"))  # type: ignore[assignment]
     driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
-    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(0)
     sent = driver.outbox.sent  # type: ignore[attr-defined]
-    assert sorted(p for k, p in sent if k == "claim") == ["numerics/fake:mm", "numerics/other:mm"]
+    assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm", "numerics/other:mm"]
     minimized = {p["key"]: p for k, p in sent if k == "minimized"}
     assert minimized["numerics/fake:mm"]["minimization"]["hypothesis_shrinks"] > 0
-    assert minimized["numerics/other:mm"]["minimization"]["hypothesis_shrinks"] == 0  # delta-minimized only
+    assert minimized["numerics/other:mm"]["minimization"]["hypothesis_shrinks"] > 0  # drawn again from the stream
 
 
 def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
     driver = fake_driver()
     driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
-    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(0)
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
     assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
@@ -170,12 +180,12 @@ def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
     driver = fake_driver(claimed=("numerics/fake:mm",))
-    driver.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    driver.run_round(0)
     kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
     assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
     late = fake_driver()
     late.deadline = time.time() - 1
-    late.run_round(rounds.case_strategy("cpu", ["mm"], [], []), seed=5)
+    late.run_round(0)
     assert late.executor.cases == []  # type: ignore[attr-defined]
 
 
@@ -205,7 +215,7 @@ def run_fuzz(*args: str, fault: str | None = None, timeout: float = 240,
         env["TMPDIR"] = str(tmpdir)
     if fault:
         env["MM_FUZZ_TEST_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "fuzz", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fuzz", *args], check=False, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 

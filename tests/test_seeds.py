@@ -1,0 +1,169 @@
+"""Seeds that reproduce: a driver's stream of cases is a function of (campaign seed, session,
+driver), whatever the cases' verdicts and timing, the claims of other drivers and the example
+database; and the position a sighting records draws its case again. Driven with fake workers
+(no compiling)."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import random
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fuzz import regenerate, report, rounds
+from fuzz.findings import Finding
+from fuzz.workers import Outcome
+from tests.test_campaign import FakeWorker, Pipe, fake_driver
+
+ROUNDS = 3
+
+
+class Inbox(Pipe):
+    """A driver's inbox that other drivers' claims reach while it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue: deque[tuple[str, Any]] = deque()
+
+    def poll(self, timeout: float = 0) -> bool:
+        return bool(self.queue)
+
+    def recv(self) -> tuple[str, Any]:
+        return self.queue.popleft()
+
+
+class Eventful(FakeWorker):
+    """Everything a quiet run does not have: the database's finding (64 rows or more), a worker
+    death at the stream's second case, a new finding with 8-63 rows, a key another driver claims
+    meanwhile (odd rows below 64), rejections, varying error ratios and latencies, and the budget
+    running out after `budget` cases of the stream."""
+
+    def __init__(self, driver: rounds.Driver, inbox: Inbox, budget: int) -> None:
+        super().__init__(("db", "new", "other"))
+        self.driver, self.inbox, self.budget = driver, inbox, budget
+        self.random = random.Random(0)
+        self.explored = 0
+
+    def run(self, case_json: dict[str, Any]) -> Outcome:
+        self.cases.append(case_json)
+        self.explored += self.driver.phase == "explore"
+        time.sleep(self.random.random() / 500)
+        if self.explored == 3:
+            self.inbox.queue.append(("claimed", "numerics/other:mm"))
+        if self.explored == self.budget:
+            self.driver.deadline = 0.0
+        if self.explored == 2 and self.driver.phase == "explore":
+            return Outcome(death="killed:SIGSEGV", detail="planted")
+        rows = case_json["inputs"][0]["shape"][0]
+        shows = {"db": rows >= 64, "new": 8 <= rows < 64, "other": 2 <= rows < 64 and rows % 2 == 1}
+        found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:mm", "message": f"{rows}"}
+                 for name in self.names if shows[name]]
+        return Outcome(verdict={"violations": found, "known": [], "rejected": len(self.cases) % 5 == 0,
+                                "error_ratio": self.random.random(), "failure": None, "poisoned": ""})
+
+
+def stream(driver: rounds.Driver) -> list[str]:
+    assert isinstance(driver.stream_log, io.StringIO)
+    return driver.stream_log.getvalue().splitlines()
+
+
+@functools.cache
+def quiet_stream() -> list[str]:
+    driver = fake_driver()
+    driver.executor = FakeWorker(())  # type: ignore[assignment]
+    driver.stream_log = io.StringIO()
+    for number in range(ROUNDS):
+        driver.run_round(number)
+    assert not any(k in ("finding", "claim") for k, _ in driver.outbox.sent)  # type: ignore[attr-defined]
+    return stream(driver)
+
+
+def eventful_driver(tmp_path: Path, budget: int = 30) -> rounds.Driver:
+    """Driver 0 of the same seed, replaying first a database where driver 1 stored what it shrank."""
+    db = str(tmp_path / "examples")
+    other = fake_driver(db=db)
+    other.index, other.executor = 1, FakeWorker(("db",), rows=64)  # type: ignore[assignment]
+    other.run_round(1)
+    driver = fake_driver(db=db)
+    inbox = Inbox()
+    driver.inbox = inbox  # type: ignore[assignment]
+    driver.executor = Eventful(driver, inbox, budget)  # type: ignore[assignment]
+    driver.stream_log = io.StringIO()
+    driver.spent["exploring"] = 1e9  # shrinking may always take its half (that decision is timing's)
+    driver.replay()
+    for number in range(ROUNDS):
+        driver.run_round(number)
+    return driver
+
+
+def test_a_drivers_stream_is_the_same_whatever_happens_meanwhile(tmp_path: Path) -> None:
+    quiet = quiet_stream()
+    driver = eventful_driver(tmp_path)
+    eventful = stream(driver)
+    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    claims = [p for k, p in sent if k == "claim"]
+    assert claims[:3] == ["numerics/db:mm", "process/killed:SIGSEGV:mm", "numerics/new:mm"]
+    assert "numerics/other:mm" not in claims  # another driver's
+    shrunk = [p for k, p in sent if k == "minimized" and p["key"] == "numerics/new:mm"]
+    assert shrunk and shrunk[0]["minimization"]["hypothesis_shrinks"] > 1
+    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/new:mm")["origin"]
+    assert (first["phase"], first["round"]) == ("explore", 0) and first["index"] < driver.stream["max_examples"] - 1
+    assert len(quiet) == ROUNDS * driver.stream["max_examples"] > len(eventful) > driver.stream["max_examples"]
+    assert eventful == quiet[:len(eventful)]  # fewer cases ran (the budget), the same ones
+
+
+def test_the_stream_check_catches_a_round_cut_short_by_a_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: the old driver, which failed the Hypothesis test to shrink a finding it claimed."""
+    claim_one = rounds.Driver.claim_one
+
+    def fail_on_claim(self: rounds.Driver, found: set[str]) -> None:
+        claimed = self.claim_now
+        claim_one(self, found)
+        if self.claim_now is not claimed:
+            raise rounds._Found(self.claim_now.key if self.claim_now else "")
+
+    quiet = quiet_stream()
+    monkeypatch.setattr(rounds.Driver, "claim_one", fail_on_claim)
+    eventful = stream(eventful_driver(tmp_path))
+    assert eventful != quiet[:len(eventful)]
+
+
+def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
+    driver = eventful_driver(tmp_path, budget=10**6)
+    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    explored = [p for k, p in sent if k == "finding" and p["origin"]["phase"] == "explore"]
+    assert {p["origin"]["round"] for p in explored} == set(range(ROUNDS))
+    for p in explored[::7]:
+        assert rounds.regenerate(p["origin"]) == p["case"]
+    wrong = {**explored[0]["origin"], "index": explored[0]["origin"]["index"] + 1}  # planted: a position off by one
+    assert rounds.regenerate(wrong) != explored[0]["case"]
+    session, number, index, fingerprint, _ = stream(driver)[-1].split("\t")  # a clean case's position, from the log
+    origin = {**explored[0]["origin"], "round": int(number), "index": int(index)}
+    assert rounds._fingerprint(rounds.regenerate(origin)).startswith(fingerprint) and session == "0"
+    shrunk = next(p for k, p in sent if k == "finding" and p["origin"]["phase"] == "shrink")
+    with pytest.raises(ValueError, match="not drawn by a campaign's stream"):
+        rounds.regenerate(shrunk["origin"])
+
+
+def test_regenerate_command_and_report_show_the_position(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    driver = fake_driver()
+    driver.run_round(1)
+    payload = next(p for k, p in driver.outbox.sent if k == "finding")  # type: ignore[attr-defined]
+    finding = Finding.from_json(payload)
+    path = tmp_path / "finding.json"
+    path.write_text(json.dumps(finding.to_json()))
+    assert regenerate.main([str(path)]) == 0
+    assert "round 1, case" in capsys.readouterr().out
+    path.write_text(json.dumps({**finding.to_json(), "case": {**finding.case, "seed": -1}}))  # not what was drawn
+    assert regenerate.main([str(path)]) == 1
+    assert "a DIFFERENT case" in capsys.readouterr().out
+    text = report.markdown(report.summarize([finding], [{"sessions": []}]))
+    o = finding.origin
+    assert f"case {o['index']} of round 1 of the stream of worker 0 (seed 1, session 0)" in text
+    assert f"python -m fuzz.regenerate findings/{finding.file_name()}" in text
