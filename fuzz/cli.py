@@ -89,8 +89,9 @@ def build_parser() -> Parser:
         "Hosts of one campaign share a --store. Exit status: 1 when OUT holds new (unknown) findings, 0 when it "
         "does not, 2 on bad input, 130 / 143 when Ctrl-C / SIGTERM cut it short (reports are written all the "
         "same). Every limit is wall time: the campaign ends within its start-up + --budget + --shrink-time + "
-        "--case-timeout + 30s + --repro-time (and a few seconds for the reports); work still running at its limit "
-        "is killed: a case at --case-timeout is a hang finding, a repro check at --repro-time is reported unchecked."))
+        "--case-timeout + 30s + --repro-time (and the seconds to write the repros and reports); work still running "
+        "at its limit is killed: a case at --case-timeout is a hang finding, a repro check at --repro-time is "
+        "reported unchecked."))
     run.add_argument("--budget", type=duration, default=duration("5m"), metavar="DURATION",
                      help="wall-clock time to generate cases for, e.g. 90s, 5m, 8h (default 5m), counted from when "
                           "the first worker is ready; no case starts after it, but a finding found near the end may "
