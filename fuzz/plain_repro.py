@@ -426,7 +426,8 @@ def run_script(path: Path, timeout_s: float, cancel: threading.Event | None = No
             return Outcome("hang", message=f"no result within {timeout_s:g}s", output=output)
         if code < 0:
             return Outcome("killed", signal.Signals(-code).name, output=output)
-        data = json.loads(result.read_text()) if result.is_file() else {"status": "raised", "type": f"exit status {code}"}
+        data = json.loads(result.read_text()) if result.is_file() else \
+            {"status": "raised", "type": f"exit status {code}"}
         return Outcome(**data, output=output)
 
 

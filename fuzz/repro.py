@@ -359,7 +359,7 @@ class ReproResult:
     exit_code: int | None  # None: it ran past the timeout, or was stopped
     verdict: str  # its last line of output
     seconds: float
-    skipped: bool = False  # unchecked: not run, or stopped, because the campaign was stopped or the checks' time was spent
+    skipped: bool = False  # unchecked: not run, or stopped, as the campaign was stopped or the checks' time spent
 
 
 def run_bounded(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,

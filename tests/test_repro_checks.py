@@ -47,7 +47,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _quick_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plain_repro, "write_environment", lambda repro_dir, timeout_s=300.0: repro_dir / "environment.txt")
+    monkeypatch.setattr(plain_repro, "write_environment",
+                        lambda repro_dir, timeout_s=300.0: repro_dir / "environment.txt")
 
 
 def _alive(pid: int) -> bool:
@@ -85,7 +86,8 @@ def test_a_check_still_running_when_the_time_is_spent_is_stopped_with_its_childr
 @pytest.mark.parametrize("stop", ["budget", "cancel"])
 def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  stop: str) -> None:
-    monkeypatch.setattr(plain_repro, "render", lambda case, violation, form, status="": "import time\ntime.sleep(120)\n")
+    monkeypatch.setattr(plain_repro, "render",
+                        lambda case, violation, form, status="": "import time\ntime.sleep(120)\n")
     cancel = threading.Event()
     if stop == "cancel":  # a second Ctrl-C during the repro checks
         threading.Timer(2, cancel.set).start()
