@@ -369,7 +369,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=(rf"{WRONG_VALUES}:int_mm:\w+(@aten::_int_mm)?",),
         applies=_int_mm_short_leading_dim,
         untrigger=_dense_int_mm_operands,
-        tracking="repros/aten_int_mm_expanded_operand_dense_other_plain.py (the cause of "
+        tracking="repros/aten_int_mm_expanded_operand_dense_other.py (the cause of "
                  "https://github.com/pytorch/pytorch/issues/195066, found by a CPU campaign on an AMD Zen 5): "
                  "with A of row stride 0, ATen's CPU _int_mm is right for a strided B (eager) and garbage once B "
                  "is dense, which is what inductor hands the extern kernel after copying B; the ATen kernel's bug, "

@@ -4,7 +4,7 @@ max-autotune program is wrong where eager is right. Raises AssertionError while 
 
 import torch
 
-print(torch.__version__)
+print("torch", torch.__version__)
 torch.manual_seed(0)
 a = torch.randint(-3, 4, (128,), dtype=torch.int8).as_strided((128, 128), (0, 1))
 b = torch.randint(-3, 4, (128, 28), dtype=torch.int8).as_strided((128, 7), (28, 2))
