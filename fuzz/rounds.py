@@ -332,6 +332,7 @@ class Driver:
         shrinking has taken more time than exploring."""
         if self.claim_now is not None or self.spent["shrinking"] > self.spent["exploring"]:
             return
+        self.poll_inbox()  # another driver may have claimed it while the case ran
         fresh = sorted(k for k in found if k not in self.claimed)
         if fresh:
             self.claim(fresh[0])

@@ -118,6 +118,28 @@ def test_a_drivers_stream_is_the_same_whatever_happens_meanwhile(tmp_path: Path)
     assert eventful == quiet[:len(eventful)]  # fewer cases ran (the budget), the same ones
 
 
+class ClaimedMeanwhile(FakeWorker):
+    """Another driver claims the finding while this one runs the case that shows it."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        super().__init__()
+        self.inbox = inbox
+
+    def run(self, case_json: dict[str, Any]) -> Outcome:
+        if case_json["inputs"][0]["shape"][0] >= self.rows:
+            self.inbox.queue.append(("claimed", "numerics/fake:mm"))
+        return super().run(case_json)
+
+
+def test_a_finding_claimed_while_its_case_ran_is_not_claimed_twice() -> None:
+    driver = fake_driver()
+    inbox = Inbox()
+    driver.inbox, driver.executor = inbox, ClaimedMeanwhile(inbox)  # type: ignore[assignment]
+    driver.run_round(2)
+    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    assert any(k == "finding" for k, _ in sent) and not any(k in ("claim", "minimized") for k, _ in sent)
+
+
 def test_the_stream_check_catches_a_round_cut_short_by_a_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted: the old driver, which failed the Hypothesis test to shrink a finding it claimed."""
     claim_one = rounds.Driver.claim_one
