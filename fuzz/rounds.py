@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
+import importlib
 import json
 import os
+import pkgutil
 import socket
 import time
 import unittest
@@ -119,12 +122,35 @@ def _running(body: Callable[[Any], None]) -> Iterator[None]:
         _ACTIVE = None
 
 
+@functools.cache
+def pin_local_constants() -> None:
+    """Hypothesis (6.131 on) mixes the literals of every local module imported so far into what it
+    draws, so a stream would depend on what its process had imported by then (a driver imports
+    fuzz.minimize at its first shrink; `regenerate` runs in another process). Pin that pool to the
+    literals of the `strategies` package, which a stream depends on anyway."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants, constants_from_module
+    except ImportError:  # a Hypothesis that draws no local constants
+        return
+    import strategies
+
+    pool = Constants()
+    for info in sorted(pkgutil.iter_modules(strategies.__path__), key=lambda m: m.name):
+        pool |= constants_from_module(importlib.import_module(f"strategies.{info.name}"))
+    assert hasattr(providers, "_get_local_constants"), "Hypothesis draws local constants some other way now"
+    providers._get_local_constants = lambda: pool  # type: ignore[attr-defined]
+    providers.CONSTANTS_CACHE.cache.clear()
+
+
 def stream_test(strategy: Any, seed: int, max_examples: int, phases: tuple[Any, ...],
                 database: Any = None) -> Callable[[], None]:
     """A Hypothesis run of `_campaign_case`: exploring, shrinking and regenerating all use this, so
     that a round's first cases are the same in each (only `phases` and `database` may differ)."""
     from hypothesis import HealthCheck, Verbosity, given, settings
     from hypothesis import seed as with_seed
+
+    pin_local_constants()
 
     # `seed` replaces the test's settings with database=None: the settings go on last, outermost
     return settings(max_examples=max_examples, database=database, deadline=None, derandomize=False, phases=phases,

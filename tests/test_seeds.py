@@ -6,6 +6,7 @@ database; and the position a sighting records draws its case again. Driven with 
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import random
@@ -189,3 +190,27 @@ def test_regenerate_command_and_report_show_the_position(tmp_path: Path, capsys:
     o = finding.origin
     assert f"case {o['index']} of round 1 of the stream of worker 0 (seed 1, session 0)" in text
     assert f"python -m fuzz.regenerate findings/{finding.file_name()}" in text
+
+
+def test_a_stream_does_not_depend_on_what_its_process_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis draws literals of the local modules imported so far (a driver imports more as it
+    goes, `regenerate` runs in a fresh process): the pool is pinned to the strategies' literals."""
+    from hypothesis.internal.conjecture import providers
+    from hypothesis.internal.constants_ast import Constants
+
+    driver = fake_driver()
+    origin = driver.origin("explore", index=14, stream=driver.stream)
+    cases = [rounds.regenerate({**origin, "round": r}) for r in range(4)]
+    (tmp_path / "literal_pool.py").write_text(  # what a module a driver imports later brings along
+        f"VALUES = {[*range(100, 400, 7), *(k / 8 + 0.0625 for k in range(40))]}\n"
+        f"NAMES = {[f'name{k}' for k in range(40)]}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("literal_pool")
+    assert [rounds.regenerate({**origin, "round": r}) for r in range(4)] == cases
+    monkeypatch.setattr(providers, "_get_local_constants", Constants)  # planted: another pool (an empty one)
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        assert [rounds.regenerate({**origin, "round": r}) for r in range(4)] != cases
+    finally:
+        monkeypatch.undo()
+        providers.CONSTANTS_CACHE.cache.clear()
