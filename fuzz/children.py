@@ -1,5 +1,6 @@
 """What every child process of the suite shares: the repository root on its path, and a life tied
-to its parent's (fuzz.workers starts drivers and workers, fuzz.zygote forks workers)."""
+to its parent's (fuzz.workers starts drivers and workers, fuzz.zygote forks workers), or a time
+limit that kills its whole process group (run_bounded: repro checks and their plain forms)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -45,3 +49,24 @@ def become_child() -> None:
     die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
+
+
+def run_bounded(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,
+                cancel: threading.Event | None = None, merge_output: bool = False) -> tuple[int | None, str, str]:
+    """Run `cmd` in a session of its own and return (exit status, stdout, stderr); at `timeout_s`
+    (or once `cancel` is set) its whole process group is killed, the children it started too, and
+    the exit status is None."""
+    began = time.monotonic()
+    proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), text=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_output else subprocess.PIPE,
+                            start_new_session=True)
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=max(0.0, min(0.5, began + timeout_s - time.monotonic())))
+            return proc.returncode, stdout, stderr or ""
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - began >= timeout_s or (cancel is not None and cancel.is_set()):
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                return None, stdout, stderr or ""

@@ -34,9 +34,8 @@ from typing import Any
 import torch
 
 from fuzz import programs
-from fuzz.children import REPO_ROOT
+from fuzz.children import REPO_ROOT, run_bounded
 from fuzz.known_bugs import DEFAULT_BACKENDS
-from fuzz.repro import run_bounded
 from fuzz.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
 from strategies.case import Case, TensorSpec, contiguous_strides
 

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.children import REPO_ROOT
+from fuzz.children import REPO_ROOT, run_bounded
 from fuzz.findings import PROCESS_ORACLE, Finding, FindingsStore, now
 from fuzz.workers import cache_root
 
@@ -360,27 +359,6 @@ class ReproResult:
     verdict: str  # its last line of output
     seconds: float
     skipped: bool = False  # unchecked: not run, or stopped, as the campaign was stopped or the checks' time spent
-
-
-def run_bounded(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,
-                cancel: threading.Event | None = None, merge_output: bool = False) -> tuple[int | None, str, str]:
-    """Run `cmd` in a session of its own and return (exit status, stdout, stderr); at `timeout_s`
-    (or once `cancel` is set) its whole process group is killed, the children it started too, and
-    the exit status is None."""
-    began = time.monotonic()
-    proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), text=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_output else subprocess.PIPE,
-                            start_new_session=True)
-    while True:
-        try:
-            stdout, stderr = proc.communicate(timeout=max(0.0, min(0.5, began + timeout_s - time.monotonic())))
-            return proc.returncode, stdout, stderr or ""
-        except subprocess.TimeoutExpired:
-            if time.monotonic() - began >= timeout_s or (cancel is not None and cancel.is_set()):
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                stdout, stderr = proc.communicate()
-                return None, stdout, stderr or ""
 
 
 def run_repro(path: str | os.PathLike[str], timeout_s: float = 900.0,

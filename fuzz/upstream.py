@@ -76,11 +76,11 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/kernel/mm.py: tuned_addmm reads inp.get_stride()[0] before checking the bias rank"),
     RootCause("aten-int-mm-short-leading-dim",
               "torch._int_mm on CPU returns garbage when an operand's leading dimension is shorter than it needs",
-              ("aten-int-mm-expanded-operand",),
+              ("aten-int-mm-expanded-operand", "aten-int-mm-expanded-operand-dense-other"),
               "aten/src/ATen/native/mkldnn/Matmul.cpp (_mkldnn_gemm_i8i8i32_with_blas takes lda/ldb from strides)"),
     RootCause("aten-baddbmm-zero-alpha",
               "torch.baddbmm on CPU in bf16/fp16 with alpha=0 (and beta=0) returns uninitialized memory",
-              ("aten-cpu-baddbmm-zero-alpha-uninitialized",),
+              ("aten-cpu-baddbmm-zero-alpha-uninitialized", "aten-cpu-baddbmm-zero-alpha-wrong"),
               "ATen's CPU baddbmm for reduced-precision dtypes (aten/src/ATen/native/LinearAlgebra.cpp)"),
     RootCause("aten-bf16-bmm-odd-k-inf",
               "torch.bmm on CPU in bf16 returns NaN where the exact product is +-inf (an inf in A's last column, "

@@ -420,7 +420,7 @@ def test_host_dependent_aten_regions_cover_what_an_avx512_campaign_found() -> No
                         config={"max_autotune": True},
                         inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "bfloat16")
                                      for s in ((1, 6, 65), (1, 65, 40), (1, 6, 40))))
-    zero_alpha = REGIONS["aten-cpu-baddbmm-zero-alpha-uninitialized"]
+    zero_alpha = REGIONS["aten-cpu-baddbmm-zero-alpha-wrong"]
     assert zero_alpha.applies(baddbmm) and not zero_alpha.applies(zero_alpha.untrigger(baddbmm))
     assert not zero_alpha.applies(dataclasses.replace(baddbmm, params=(("alpha", 0.5), ("beta", 0.0))))
 

@@ -39,7 +39,7 @@ def beta_one_when_alpha_is_zero(bias: torch.Tensor, a: torch.Tensor, b: torch.Te
 def test_a_planted_extern_bug_in_a_known_aten_bugs_region_is_new_where_eager_is_right(
         monkeypatch: pytest.MonkeyPatch) -> None:
     case = baddbmm_case(alpha=0.0, beta=0.5)
-    bug = next(b for b in KNOWN_BUGS if b.name == "aten-cpu-baddbmm-zero-alpha-uninitialized")
+    bug = next(b for b in KNOWN_BUGS if b.name == "aten-cpu-baddbmm-zero-alpha-wrong")
     assert bug.applies(case), "the case must lie in the registered ATen bug's region"
     session = FuzzSession()
     clean = session.evaluate(case)
