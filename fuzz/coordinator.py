@@ -54,7 +54,8 @@ class Coordinator:
             "seed": opts.seed, "budget_s": opts.budget_s, "device": opts.device, "workers": 0,
             "filters": {"ops": list(opts.ops), "backends": list(opts.backends), "dtypes": list(opts.dtypes)},
             "profile": opts.profile, "cases": 0, "rejected": 0, "shrink_cases": 0, "restarts": 0, "seconds": 0.0,
-            "by_op": {}, "rejected_by_op": {}, "drawn": {}, "host": socket.gethostname(), "env": None}
+            "by_op": {}, "rejected_by_op": {}, "drawn": {}, "unavailable": {}, "host": socket.gethostname(),
+            "env": None}
         for earlier in record["sessions"]:
             if earlier.get("status") == "running":  # we hold the lock: that campaign was killed
                 earlier["status"] = "killed"
@@ -165,6 +166,8 @@ class Coordinator:
                 s["rejected_by_op"][payload["op"]] = s["rejected_by_op"].get(payload["op"], 0) + 1
             for feature in payload.get("features", ()):
                 s["drawn"][feature] = s["drawn"].get(feature, 0) + 1
+            for choice in payload.get("unavailable", ()):  # beyond the GPU's resources: counted, no finding
+                s["unavailable"][choice] = s["unavailable"].get(choice, 0) + 1
         elif kind == "finding":
             stored, first = self.store.add(Finding.from_json(payload))
             self.publish(stored)

@@ -308,13 +308,13 @@ def load_campaign(root: Path, warn: Warn) -> dict[str, Any]:
 def campaign_totals(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Sum of every session's counters over one or more campaign records."""
     totals: dict[str, Any] = {"sessions": 0, "cases": 0, "rejected": 0, "restarts": 0, "seconds": 0.0,
-                              "by_op": {}, "rejected_by_op": {}, "drawn": {}}
+                              "by_op": {}, "rejected_by_op": {}, "drawn": {}, "unavailable": {}}
     for record in records:
         for s in record.get("sessions", []):
             totals["sessions"] += 1
             for k in ("cases", "rejected", "restarts", "seconds"):
                 totals[k] += s.get(k, 0) or 0
-            for table in ("by_op", "rejected_by_op", "drawn"):
+            for table in ("by_op", "rejected_by_op", "drawn", "unavailable"):
                 for name, n in (s.get(table) or {}).items():
                     totals[table][name] = totals[table].get(name, 0) + n
     totals["cases_per_min"] = round(60 * totals["cases"] / totals["seconds"], 1) if totals["seconds"] else 0.0

@@ -453,7 +453,7 @@ class Driver:
             features = sorted(f for f in case_features(drawn) if f.startswith(DRAWN_PREFIXES))
         self.send("case", {"worker": self.index, "op": case_json["op"], "seconds": outcome.seconds,
                            "rejected": rejected(outcome), "shrinking": self.phase == "shrink",
-                           "features": features})
+                           "features": features, "unavailable": (outcome.verdict or {}).get("unavailable", [])})
         return outcome, True
 
     def origin(self, phase: str, **where: Any) -> dict[str, Any]:

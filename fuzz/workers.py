@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -419,10 +420,16 @@ def serialize_verdict(verdict: Any, seconds: float) -> dict[str, Any]:
         "error_ratio": ratio,
         "failure": dataclasses.asdict(failures[0]) if failures else None,
         "poisoned": _poisoned(obs.case.device, failures),
-        "unavailable": [f"{c.template} [{c.description}]: {f.message}"[:200] for c, f in obs.unavailable],
+        "unavailable": [unavailable_key(c, f) for c, f in obs.unavailable],
         "seconds": round(seconds, 3),
         "timings": {k: round(v, 4) for k, v in obs.timings.items()},
     }
+
+
+def unavailable_key(choice: Any, failure: Any) -> str:
+    """What a campaign counts a choice beyond the GPU by: its template and the resource it lacked."""
+    resource = re.search(r"out of resource: ([\w ]+)", failure.message)
+    return f"{choice.family}: {resource.group(1) if resource else failure.type}"
 
 
 def _poisoned(device: str, failures: list[Any]) -> str:

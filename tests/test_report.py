@@ -90,3 +90,15 @@ def test_reject_rate_per_op_is_reported() -> None:
                                                                                              "bmm": (30, 1)}
     md = markdown(summary)
     assert "| mm | 30 | 3 (10%) |" in md and "| bmm | 30 | 1 (3%) |" in md
+
+
+def test_eager_agreement_and_choices_beyond_the_gpu_are_reported_apart_and_never_new() -> None:
+    agreed = shrunk(known="eager-agrees")
+    record = {"sessions": [{"cases": 10, "seconds": 60.0, "unavailable": {"triton::mm_persistent_tma: shared memory": 3}}]}
+    summary = summarize([agreed, shrunk()], [record])
+    assert (summary["new_findings"], summary["known_findings"], summary["eager_agrees_findings"]) == (1, 0, 1)
+    text = markdown(summary)
+    assert "## Eager and compiled agree, the reference differs" in text
+    assert "`triton::mm_persistent_tma: shared memory` 3" in text
+    junit = ET.fromstring(junit_xml(summary).split("\n", 1)[1])
+    assert junit.find("testsuite").get("failures") == "1"  # type: ignore[union-attr]
