@@ -145,7 +145,7 @@ def markdown(summary: dict[str, Any]) -> str:
         out += [f"Environment: torch {env.get('torch')}, triton {env.get('triton') or '-'}, "
                 f"device {env.get('device')}, GPU {env.get('gpu') or '-'}, driver {env.get('driver') or '-'}, "
                 f"python {env.get('python')}, host {env.get('host')}.", ""]
-    if t["unavailable"]:
+    if t.get("unavailable"):
         out += ["Choices beyond this GPU's resources, compiled alone (skipped by autotuning by design; not "
                 "findings): " + ", ".join(f"`{k}` {n}" for k, n in sorted(t["unavailable"].items())) + ".", ""]
     out += mermaid_charts(summary)
