@@ -36,10 +36,15 @@ class CampaignRun:
     cases: int
     new: list[Finding]
 
+    @property
+    def finished(self) -> bool:
+        """The campaign ended as `run` does: exit 1 with new findings, 0 without (a traceback is 1 too)."""
+        return self.status == (1 if self.new else 0)
+
     def lines(self) -> list[str]:
         minutes, seconds = divmod(round(self.seconds), 60)
         head = (f"seed {self.seed}: {self.cases} cases, exit {self.status}, {minutes}:{seconds:02d} wall, "
-                f"{len(self.new)} new finding(s)")
+                f"{len(self.new)} new finding(s)" + ("" if self.finished else ": did NOT finish (see its log)"))
         return [head] + [f"    NEW {f.key}: {(f.best_message.splitlines() or [''])[0][:200]}" for f in self.new]
 
 
@@ -84,11 +89,11 @@ def noise(budget_s: float, seeds: Sequence[int], root: Path, device: str,
 
 
 def summary(runs: Sequence[CampaignRun]) -> str:
-    failed = [r for r in runs if r.status not in (0, 1)]
+    failed = [r for r in runs if not r.finished]
     return (f"noise: {sum(len(r.new) for r in runs)} new finding(s) in {len(runs)} campaign(s)"
             + (f"; {len(failed)} campaign(s) did not finish (see seed-N.log)" if failed else ""))
 
 
 def exit_status(runs: Sequence[CampaignRun]) -> int:
     """1 when a campaign found something new, else 2 when one did not finish, else 0."""
-    return 1 if any(r.new for r in runs) else 2 if any(r.status not in (0, 1) for r in runs) else 0
+    return 1 if any(r.new for r in runs) else 2 if not all(r.finished for r in runs) else 0

@@ -138,4 +138,6 @@ def test_a_campaign_that_did_not_finish_is_not_a_clean_one() -> None:
     assert noise.exit_status([ended, cut]) == 2 and noise.exit_status([ended]) == 0
     assert noise.summary([ended, cut]) == "noise: 0 new finding(s) in 2 campaign(s); 1 campaign(s) did not finish " \
                                           "(see seed-N.log)"
+    crashed = noise.CampaignRun(3, Path("seed-3"), 1, 190.0, 291, [])  # a traceback at the end: exit 1, nothing new
+    assert noise.exit_status([ended, crashed]) == 2 and "did NOT finish" in crashed.lines()[0]
     assert ended.lines() == ["seed 1: 30 cases, exit 0, 1:01 wall, 0 new finding(s)"]
