@@ -43,6 +43,7 @@ class _DriverHandle:
     child: Child
     done: bool = False
     device: str = ""
+    deadline: float | None = None  # when its budget ends: its worker's ready time + the budget
 
 
 class Coordinator:
@@ -194,6 +195,7 @@ class Coordinator:
             s["restarts"] += 1
             self.progress.event(f"worker {payload['worker']} {payload['reason']}: restarting it")
         elif kind == "ready":
+            d.deadline = d.deadline or time.time() + self.opts.budget_s
             if self.deadline is None:
                 self.deadline = time.time() + self.opts.budget_s
                 self.progress.begin()
@@ -217,7 +219,8 @@ class Coordinator:
 
     def loop(self) -> None:
         while any(not d.done for d in self.drivers) and not self.aborted:
-            end = self.deadline if self.deadline is not None else self.started + 900 + self.opts.budget_s
+            # each driver's budget starts when its worker is ready (a loaded GPU host starts some a minute late)
+            end = max(d.deadline or self.started + 900 + self.opts.budget_s for d in self.drivers if not d.done)
             hard_stop = end + self.opts.shrink_s + self.opts.case_timeout_s + STOP_GRACE_S
             live = {d.child.from_child: d for d in self.drivers if not d.done}
             for conn in wait(list(live), timeout=0.5):
