@@ -74,7 +74,7 @@ def _add_sources(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> Parser:
-    from fuzz.profiles import PROFILES
+    from fuzz.tools.profiles import PROFILES
     from strategies.case import DTYPES, OPS
 
     parser = Parser(prog="python -m fuzz", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -228,9 +228,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from fuzz.campaign import CampaignError, CampaignOptions, run_campaign
-    from fuzz.profiles import default_profile
-    from fuzz.workers import visible_gpu_ids
+    from fuzz.engine.campaign import CampaignError, CampaignOptions, run_campaign
+    from fuzz.tools.profiles import default_profile
+    from fuzz.engine.workers import visible_gpu_ids
 
     if args.workers is not None and args.workers < 1:
         _fail("--workers must be at least 1")
@@ -254,7 +254,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _sources(args: argparse.Namespace, load: bool = True) -> tuple[Any, list[Any], list[dict[str, Any]],
                                                                   list[dict[str, Any]]]:
     """The command's sources, and (when `load`) their findings, campaign records and samples."""
-    from fuzz import sources
+    from fuzz.store import sources
 
     try:
         where = sources.resolve(args.sources)
@@ -267,7 +267,7 @@ def replay_state(finding: Any, case: dict[str, Any], outcome: Any, info: dict[st
     """What replaying one of a finding's cases showed, and the exit status it calls for: 1 a new
     finding still fails or the case fails differently (not only in known bugs), 2 it cannot be
     checked (rejected now), else 0."""
-    from fuzz.sightings import rejected, sightings
+    from fuzz.store.sightings import rejected, sightings
 
     records = sightings(case, outcome, info, {})  # info: torch version
     keys = {r.key for r in records}
@@ -290,7 +290,7 @@ def replay_state(finding: Any, case: dict[str, Any], outcome: Any, info: dict[st
 def cmd_replay(args: argparse.Namespace) -> int:
     import tempfile
 
-    from fuzz.workers import Executor, WorkerStartError
+    from fuzz.engine.workers import Executor, WorkerStartError
 
     _, findings, _, _ = _sources(args)
     if not findings:
@@ -317,8 +317,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from fuzz.findings import FindingsStore
-    from fuzz.repro import export_findings
+    from fuzz.store.findings import FindingsStore
+    from fuzz.export.repro import export_findings
 
     where, _, _, _ = _sources(args, load=False)
     others = where.loose + where.stores
@@ -341,7 +341,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import json
 
-    from fuzz import report
+    from fuzz.export import report
 
     _, findings, records, samples = _sources(args)
     summary = report.summarize(findings, records, samples)
@@ -349,13 +349,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         if path is not None:
             _write(path, text)
     if args.html is not None:
-        from fuzz.dashboard import html
+        from fuzz.export.dashboard import html
 
         _write(args.html, html(summary, args.html.parent))
     if args.json is not None:
         _write(args.json, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     if args.upstream is not None:
-        from fuzz.upstream import write_drafts
+        from fuzz.bugs.upstream import write_drafts
 
         try:
             drafts = write_drafts(findings, args.upstream, [Path(s) for s in args.sources if "://" not in s], _warn)
@@ -376,9 +376,9 @@ def _write(path: Path, text: str) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from fuzz.bench import bench, summary
-    from fuzz.campaign import default_workers
-    from fuzz.workers import visible_gpu_ids
+    from fuzz.tools.bench import bench, summary
+    from fuzz.engine.campaign import default_workers
+    from fuzz.engine.workers import visible_gpu_ids
 
     device = "cuda" if args.device == "cuda" or (args.device == "auto" and visible_gpu_ids()) else "cpu"
     if device == "cuda" and not visible_gpu_ids():
@@ -393,7 +393,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _noise(args: argparse.Namespace, device: str) -> int:
     import tempfile
 
-    from fuzz import noise
+    from fuzz.engine import noise
 
     if args.campaigns < 1:
         _fail("--campaigns must be at least 1")

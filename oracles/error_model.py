@@ -13,7 +13,7 @@ kernel:
   orders whose partial sums happen to be larger, and for the products' own rounding;
 - on NVIDIA tensor cores (fp16/bf16/fp8 operands, TF32) the accumulator truncates what it adds,
   a bias that grows with every partial sum: `u32 * sum |s_k| / 2` (twice the worst measured on an
-  H200: same-sign fp16 data, K = 8192, `python -m fuzz.tightness --stress`); fp8 tensor cores keep
+  H200: same-sign fp16 data, K = 8192, `python -m fuzz.tools.tightness --stress`); fp8 tensor cores keep
   only about 14 bits while they accumulate (cuBLAS promotes to float32 now and then: its own
   _scaled_mm exceeded a float32 bound 3.9x on an H200), so for fp8 operands both terms use 2^-14;
 - rounds fp32 inputs to TF32 only where the case allows TF32 (CUDA): 2 * 2^-10 * mag (both operands

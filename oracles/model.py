@@ -168,7 +168,7 @@ class Observation:
     earlier_hashes: dict[str, str | None] = dataclasses.field(default_factory=dict)
     catalogue: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)
     torch_version: str = ""
-    timings: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per phase (fuzz/timing.py)
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)  # seconds per phase (fuzz/probe/timing.py)
 
     @property
     def choices(self) -> list[ChoiceRecord]:

@@ -7,7 +7,6 @@ Everything else (pytest, campaigns, repro export, the findings store) speaks Cas
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -15,14 +14,14 @@ from typing import Any
 INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2, "baddbmm": 3, "matmul": 2, "mm_out_dtype": 2, "int_mm": 2,
                "scaled_mm": 4, "mm_plus_mm": 4}
 OPS = tuple(INPUT_COUNT)
-"""mm-family ops a Case may name (fuzz.programs defines what each computes)."""
+"""mm-family ops a Case may name (fuzz.run.programs defines what each computes)."""
 FLOAT_PRODUCT_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_plus_mm")
 """Ops whose first two inputs are float operands of `x0 @ x1` (what the cat_mm steps multiply again)."""
 PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
 CONSUMERS = ("relu", "relu_", "gelu", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
              "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols", "sum_rows", "chain_mm", "view_row",
              "return_twice", "mutate_input")
-"""Steps applied to the op's result (fuzz.programs defines each)."""
+"""Steps applied to the op's result (fuzz.run.programs defines each)."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
 VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite")
@@ -219,16 +218,10 @@ _DEFAULTS: dict[str, Any] = {
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 
-@functools.cache
-def inductor_config_keys() -> frozenset[str]:
-    """Every key of the installed torch._inductor.config (dotted sub-configs included)."""
-    from torch._inductor import config
-
-    return frozenset(config._config)
-
-
 def validate_config_keys(config: Mapping[str, Any]) -> None:
     """Raise CaseError naming the first key that the installed inductor config does not have."""
+    from fuzz.probe.inductor import inductor_config_keys  # the probe reads the installed config
+
     known = inductor_config_keys()
     for key in config:
         if key not in known:

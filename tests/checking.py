@@ -14,8 +14,9 @@ from hypothesis.control import current_build_context
 
 import torch
 
-from fuzz.known_bugs import ATEN, KNOWN_BUGS, KnownBug, process_killer
-from fuzz.session import FuzzSession, Verdict
+from fuzz.bugs.known_bugs import KNOWN_BUGS, process_killer
+from fuzz.bugs.entry import ATEN, KnownBug
+from fuzz.run.session import FuzzSession, Verdict
 from oracles.model import Observation
 from oracles.numerics import error_ratio
 from strategies.case import Case
@@ -63,7 +64,7 @@ def assert_case_passes(case: Case, session: FuzzSession, request: pytest.Fixture
     if verdict.violations:  # also for a rejected case: layout and src_hash oracles saw its selections
         repro_dir = request.config.getoption("--repro-dir")
         if repro_dir and current_build_context().is_final:  # the shrunk case, not every shrink step
-            from fuzz.repro import write_repro
+            from fuzz.export.repro import write_repro
 
             path = write_repro(case, verdict.violations, repro_dir)
             request.node.user_properties.append(("repro", path))

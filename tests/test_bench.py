@@ -13,8 +13,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from fuzz import bench, cli, noise
-from fuzz.workers import Outcome
+from fuzz.tools import bench
+from fuzz import cli
+from fuzz.engine import noise
+from fuzz.engine.workers import Outcome
 
 
 class SlowExecutor:
@@ -65,12 +67,12 @@ def test_a_side_that_cannot_finish_is_cut_at_its_cap(monkeypatch: pytest.MonkeyP
     assert side.seconds == 1.0 and 3 <= side.cases <= 5
 
 
-# --- the noise benchmark (fuzz/noise.py) ---------------------------------------------------------
+# --- the noise benchmark (fuzz/engine/noise.py) ---------------------------------------------------------
 
 FAKE_CAMPAIGN = """
 import json, sys
 from pathlib import Path
-from fuzz.findings import FindingsStore, record_from_violation, write_json_atomic
+from fuzz.store.findings import FindingsStore, record_from_violation, write_json_atomic
 out, seed = Path(sys.argv[1]), int(sys.argv[2])
 store = FindingsStore(out)
 violation = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float16",

@@ -3,7 +3,7 @@ tolerance shown by injecting faults into real campaigns (`python -m fuzz run`): 
 segfaults, one killed mid-case, a case that hangs, and `kill -9` of the whole campaign followed by
 a resume. Nothing found is lost and each fault is reported once.
 
-Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/workers.py:_test_fault) on the
+Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/engine/workers.py:_test_fault) on the
 simplest case of the campaign's strategy, which Hypothesis generates first."""
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from fuzz import rounds
-from fuzz.findings import Finding, load_campaign, load_findings
-from fuzz.minimize import KEPT_CONFIG, ddmin, delta_minimize
-from fuzz.sightings import sightings
-from fuzz.workers import Outcome, visible_gpu_ids
+from fuzz.engine import rounds
+from fuzz.store.findings import Finding, load_campaign, load_findings
+from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
+from fuzz.store.sightings import sightings
+from fuzz.engine.workers import Outcome, visible_gpu_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -257,8 +257,8 @@ def innermost_frame(dump: str) -> str:
 def test_innermost_frame_is_the_crashing_threads() -> None:
     dump = ("Fatal Python error: Segmentation fault\n\nThread 0x7f (most recent call first):\n"
             '  File "threading.py", line 320 in wait\n\nCurrent thread 0x7e (most recent call first):\n'
-            '  File "fuzz/workers.py", line 5 in _test_fault\n  File "fuzz/workers.py", line 9 in worker_main\n')
-    assert innermost_frame(dump) == 'File "fuzz/workers.py", line 5 in _test_fault'
+            '  File "fuzz/engine/workers.py", line 5 in _test_fault\n  File "fuzz/engine/workers.py", line 9 in worker_main\n')
+    assert innermost_frame(dump) == 'File "fuzz/engine/workers.py", line 5 in _test_fault'
 
 
 @pytest.mark.campaign
@@ -420,7 +420,7 @@ def test_a_signal_cuts_the_campaign_short_with_fresh_reports_and_says_so(tmp_pat
 def test_example_database_backends(tmp_path: Path) -> None:
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    from fuzz import shared_store
+    from fuzz.store import shared_store
 
     assert shared_store.open_database("none") is None
     shared = shared_store.open_database(str(tmp_path / "shared"))

@@ -79,14 +79,14 @@ def test_optional_fields_default_so_older_findings_load() -> None:
 
 
 def test_case_vocabulary_matches_the_programs() -> None:
-    from fuzz import programs
+    from fuzz.run import programs
     from strategies import case as model
 
     assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(programs.CONSUMERS)
 
 
 def test_shared_storage_inputs_alias_one_storage_that_fits_them_all() -> None:
-    from fuzz.values import materialize
+    from fuzz.run.values import materialize
 
     data = _valid() | {"shared_storage": [1, 0]}
     data["inputs"][0].update(offset=20)  # x0 reaches past x1's own storage
@@ -113,7 +113,7 @@ def test_nan_and_inf_only_reach_inputs_where_they_are_defined() -> None:
     """No NaN/inf inside a view of an operand that alpha == 0 multiplies, also when it aliases the
     storage of an input that may hold them (a CPU campaign's false positive: baddbmm's batch1 and
     batch2 sharing the bias's storage)."""
-    from fuzz.values import _may_be_nonfinite, materialize
+    from fuzz.run.values import _may_be_nonfinite, materialize
 
     case = Case.make(op="baddbmm", device="cpu", value_mode="nonfinite", seed=2936, params={"alpha": 0.0, "beta": 1.0},
                      shared_storage=(1, 0, 2), config={},

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import duration, main
-from fuzz.findings import FindingsStore, record_from_violation
-from fuzz.workers import Outcome
+from fuzz.store.findings import FindingsStore, record_from_violation
+from fuzz.engine.workers import Outcome
 from tests.test_repro import _small_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,7 +234,7 @@ def verdict(*signatures: str, rejected: bool = False) -> dict[str, object]:
 def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch, outcome: Outcome, state: str,
                                                    status: int) -> None:
-    from fuzz import workers
+    from fuzz.engine import workers
 
     store = FindingsStore(tmp_path)
     v = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}

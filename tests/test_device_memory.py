@@ -13,8 +13,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from fuzz import harness, programs
-from fuzz.session import FuzzSession
+from fuzz.run import harness, programs
+from fuzz.run.session import FuzzSession
 from oracles import error_model
 from strategies.case import Case, TensorSpec
 
@@ -125,7 +125,7 @@ def test_twice_out_of_memory_stays_what_it_is(monkeypatch: pytest.MonkeyPatch) -
 def test_the_worker_gives_cached_device_memory_back_after_each_case() -> None:
     import inspect
 
-    from fuzz import workers
+    from fuzz.engine import workers
 
     loop = inspect.getsource(workers.worker_main)
     assert loop.index("session.evaluate(case)") < loop.index("release_device_memory()") < loop.index('("verdict"')

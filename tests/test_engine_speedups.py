@@ -22,12 +22,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzz import catalogue_cache, workers
-from fuzz.children import REPO_ROOT
-from fuzz.session import FuzzSession
-from fuzz.utilization import Utilization
-from fuzz.zygote import ForkedProcess, cuda_driver_path
-from oracles import observe
+from fuzz.probe import catalogue_cache
+from fuzz.engine import workers
+from fuzz.engine.children import REPO_ROOT
+from fuzz.run.session import FuzzSession
+from fuzz.tools.utilization import Utilization
+from fuzz.engine.zygote import ForkedProcess, cuda_driver_path
+from fuzz.probe import speedups
 from strategies.case import Case, TensorSpec
 from tests.checking import is_cpp_choice, rig_benchmarks
 
@@ -37,7 +38,7 @@ CATALOGUE = {"triton::mm": {"src_hash": "a" * 64, "source_sha256": "a" * 64}}
 def counting_catalogue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
     reads: list[int] = []
     monkeypatch.setenv(catalogue_cache.CATALOGUE_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(observe, "template_catalogue", lambda: reads.append(1) or CATALOGUE)
+    monkeypatch.setattr(catalogue_cache, "template_catalogue", lambda: reads.append(1) or CATALOGUE)
     return reads
 
 
@@ -60,7 +61,7 @@ def test_an_unreadable_stored_catalogue_is_read_again(monkeypatch: pytest.Monkey
 def test_without_the_shared_directory_each_process_reads_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(catalogue_cache.CATALOGUE_DIR_ENV, raising=False)
     reads: list[int] = []
-    monkeypatch.setattr(observe, "template_catalogue", lambda: reads.append(1) or CATALOGUE)
+    monkeypatch.setattr(catalogue_cache, "template_catalogue", lambda: reads.append(1) or CATALOGUE)
     catalogue_cache.shared_catalogue(), catalogue_cache.shared_catalogue()
     assert len(reads) == 2
 
@@ -103,7 +104,7 @@ def header_hook_on_fresh_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.setattr(codecache.CppCodeCache, "_get_uncompiled_header",
                         codecache.CppCodeCache.__dict__["_get_uncompiled_header"])
     fresh_code_caches(monkeypatch, tmp_path)  # compile everything afresh
-    assert observe.precompile_benchmark_headers()
+    assert speedups.precompile_benchmark_headers()
 
 
 def test_cpp_benchmark_modules_compile_with_the_precompiled_header(monkeypatch: pytest.MonkeyPatch,
@@ -111,7 +112,7 @@ def test_cpp_benchmark_modules_compile_with_the_precompiled_header(monkeypatch: 
     from torch._inductor import codecache
 
     header_hook_on_fresh_caches(monkeypatch, tmp_path)
-    assert observe.precompile_benchmark_headers()  # idempotent
+    assert speedups.precompile_benchmark_headers()  # idempotent
     assert codecache.CppCodeCache._get_uncompiled_header("cpu") == "torch/csrc/inductor/cpp_prefix.h"
     assert codecache.CppPythonBindingsCodeCache._get_uncompiled_header("cpu") == "torch/csrc/inductor/cpp_prefix.h"
     assert codecache.CppWrapperCodeCache._get_uncompiled_header("cpu") != "torch/csrc/inductor/cpp_prefix.h"
@@ -155,8 +156,8 @@ def compiler_runs(monkeypatch: pytest.MonkeyPatch, outcome: object = None) -> li
         real(cmd, cwd)
 
     monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
-    assert observe.remember_compile_failures()
-    assert observe.remember_compile_failures()  # idempotent: one layer
+    assert speedups.remember_compile_failures()
+    assert speedups.remember_compile_failures()  # idempotent: one layer
     return runs
 
 
@@ -164,8 +165,8 @@ BROKEN_CHOICE_IN_A_FRESH_WORKER = """
 import json, re, sys
 from pathlib import Path
 from torch._inductor import autotune_process, cpp_builder
-from oracles import observe
-from fuzz.session import FuzzSession
+from fuzz.probe import speedups
+from fuzz.run.session import FuzzSession
 from tests.test_engine_speedups import frozen_cpp_mm
 
 real_init, real_run, failing = autotune_process.CppBenchmarkRequest.__init__, cpp_builder._run_compile_cmd, []
@@ -182,7 +183,7 @@ def run(cmd, cwd):  # every compile that reaches the compiler, under the failure
 
 autotune_process.CppBenchmarkRequest.__init__ = broken
 cpp_builder._run_compile_cmd = run
-assert observe.precompile_benchmark_headers() and observe.remember_compile_failures()
+assert speedups.precompile_benchmark_headers() and speedups.remember_compile_failures()
 violations = FuzzSession().evaluate(frozen_cpp_mm()).violations
 print(json.dumps({"verdict": sorted([v.signature, re.sub(r"_\\d+ ", " ", v.message)] for v in violations),
                   "failing": failing}))
@@ -255,15 +256,15 @@ def linked_through_gold(monkeypatch: pytest.MonkeyPatch, compiler: object = None
         compiler(cmd) if compiler is not None else real(cmd, cwd)  # type: ignore[operator]
 
     monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
-    monkeypatch.setattr(observe, "GOLD_REFUSED", {})
-    assert observe.link_with_gold() and observe.link_with_gold()  # idempotent: one layer
+    monkeypatch.setattr(speedups, "GOLD_REFUSED", {})
+    assert speedups.link_with_gold() and speedups.link_with_gold()  # idempotent: one layer
     return commands
 
 
 def inductors_compiler_links_with_gold() -> bool:
     from torch._inductor import cpp_builder
 
-    return observe._links_with_gold(cpp_builder.get_cpp_compiler())
+    return speedups._links_with_gold(cpp_builder.get_cpp_compiler())
 
 
 @pytest.mark.skipif(not inductors_compiler_links_with_gold(), reason="inductor's C++ compiler cannot link with gold here")
@@ -272,8 +273,8 @@ def test_modules_link_with_gold_and_the_verdict_stays(monkeypatch: pytest.Monkey
     commands = linked_through_gold(monkeypatch)
     verdict = FuzzSession().evaluate(frozen_cpp_mm())
     assert not verdict.rejected and verdict.violations == []
-    links = [c for c in commands if observe.links_shared_object(shlex.split(c))]
-    assert links and [c for c in links if not c.endswith(observe.GOLD)] == [], commands  # names the unlinked ones
+    links = [c for c in commands if speedups.links_shared_object(shlex.split(c))]
+    assert links and [c for c in links if not c.endswith(speedups.GOLD)] == [], commands  # names the unlinked ones
     built = [Path(arg) for c in links for arg in c.split() if arg.endswith(".so") and Path(arg).is_file()]
     assert built and all(b".note.gnu.gold-version" in so.read_bytes() for so in built)  # gold's own mark
 
@@ -282,18 +283,18 @@ def test_a_link_that_fails_only_with_gold_runs_inductors_own_command(monkeypatch
     from torch._inductor import cpp_builder, exc
 
     def compiler(cmd: str) -> None:  # the planted bug: gold cannot link what GNU ld can
-        if cmd.endswith(observe.GOLD):
+        if cmd.endswith(speedups.GOLD):
             raise exc.CppCompileError(cmd.split(), "ld.gold: internal error in relocate_section")
 
-    monkeypatch.setattr(observe, "_links_with_gold", lambda compiler: True)
+    monkeypatch.setattr(speedups, "_links_with_gold", lambda compiler: True)
     commands = linked_through_gold(monkeypatch, compiler)
     cpp_builder._run_compile_cmd("g++ k.cpp -O3 -shared -o k.so", ".")
-    assert commands == [f"g++ k.cpp -O3 -shared -o k.so {observe.GOLD}", "g++ k.cpp -O3 -shared -o k.so"]
+    assert commands == [f"g++ k.cpp -O3 -shared -o k.so {speedups.GOLD}", "g++ k.cpp -O3 -shared -o k.so"]
     cpp_builder._run_compile_cmd("g++ k.cpp -O3 -c -o k.o", ".")  # no link: nothing changed
     assert commands[-1] == "g++ k.cpp -O3 -c -o k.o"
     cpp_builder._run_compile_cmd("g++ m.cpp -O3 -shared -o m.so", ".")  # gold refused once: not asked again
     assert commands[-1] == "g++ m.cpp -O3 -shared -o m.so" and len(commands) == 4
-    assert "relocate_section" in observe.GOLD_REFUSED["g++"]
+    assert "relocate_section" in speedups.GOLD_REFUSED["g++"]
 
 
 FAKE_COMPILER = """#!/bin/sh
@@ -313,7 +314,7 @@ def test_gold_is_used_only_by_a_compiler_that_links_a_cpp_module_with_it(tmp_pat
     fake = tmp_path / "g++"
     fake.write_text(FAKE_COMPILER.format(behaviour=behaviour, action=action))
     fake.chmod(0o755)
-    assert observe._links_with_gold(str(fake)) is links
+    assert speedups._links_with_gold(str(fake)) is links
 
 
 def test_a_source_error_under_gold_is_inductors_own_and_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,7 +323,7 @@ def test_a_source_error_under_gold_is_inductors_own_and_compiled_once(monkeypatc
     def compiler(cmd: str) -> None:
         raise exc.CppCompileError(cmd.split(), "k.cpp:1:18: error: 'undeclared_name' was not declared")
 
-    monkeypatch.setattr(observe, "_links_with_gold", lambda compiler: True)
+    monkeypatch.setattr(speedups, "_links_with_gold", lambda compiler: True)
     commands = linked_through_gold(monkeypatch, compiler)
     with pytest.raises(exc.CppCompileError) as raised:
         cpp_builder._run_compile_cmd("g++ k.cpp -O3 -shared -o k.so", ".")
@@ -338,7 +339,7 @@ def test_compiles_skip_the_guard_latency_sample_and_guards_still_hold(monkeypatc
     torch._dynamo.reset()
     torch.compile(lambda x: x * 2, dynamic=False)(torch.ones(3))
     assert samples == [1]  # the hook is where this torch samples
-    assert observe.skip_guard_latency_profiling()
+    assert speedups.skip_guard_latency_profiling()
     torch._dynamo.reset()
     counter = torch._dynamo.testing.CompileCounter()
     double = torch.compile(lambda x: x * 2, backend=counter, dynamic=False)
@@ -369,7 +370,7 @@ def test_kernel_templates_parse_once_and_render_the_same_kernels(monkeypatch: py
     assert FuzzSession().evaluate(frozen_cpp_mm()).violations == []
     own, own_parses = cpp_sources(tmp_path / "inductor"), len(parsed)
     assert own and own_parses  # torch 2.13 parses the GEMM template again on each render, 2.11 once a compile
-    assert observe.parse_templates_once() and observe.parse_templates_once()  # idempotent: one layer
+    assert speedups.parse_templates_once() and speedups.parse_templates_once()  # idempotent: one layer
     parses = []
     for run in ("once", "again"):
         fresh_code_caches(monkeypatch, tmp_path / run)
@@ -496,7 +497,7 @@ def test_the_zygote_finds_the_cuda_driver_library(maps: str, driver: str | None)
 
 @pytest.mark.skipif(not workers.visible_gpu_ids(), reason="needs a CUDA GPU")
 def test_the_zygote_sees_whether_the_cuda_driver_was_initialized() -> None:
-    probe = "import torch; from fuzz.zygote import cuda_driver_initialized as i; a = i(); torch.cuda.init(); print(a, i())"
+    probe = "import torch; from fuzz.engine.zygote import cuda_driver_initialized as i; a = i(); torch.cuda.init(); print(a, i())"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
 
@@ -546,7 +547,7 @@ def test_workers_of_one_gpu_time_kernels_one_at_a_time(monkeypatch: pytest.Monke
     lock = tmp_path / "campaign" / "gpu0.benchmark.lock"  # its directory not made yet, as on a fresh machine
     timer = FakeTimer(lock)
     monkeypatch.setattr(benchmarking, "benchmarker", timer)
-    assert observe.serialize_gpu_benchmarks(str(lock)) and observe.serialize_gpu_benchmarks(str(lock))
+    assert speedups.serialize_gpu_benchmarks(str(lock)) and speedups.serialize_gpu_benchmarks(str(lock))
     assert timer.benchmark_gpu() == 1.0 and timer.benchmark_gpu(nested=True) == 1.0
     assert timer.free_while_timing == [False, False, False]  # held throughout, the nested call too
     assert timer._other_worker_can_lock()  # and released after

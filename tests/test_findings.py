@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzz import findings as fs
-from fuzz.findings import Finding, FindingsStore, load_campaign, load_findings, merge, record_from_violation
+from fuzz.store import findings as fs
+from fuzz.store.findings import Finding, FindingsStore, load_campaign, load_findings, merge, record_from_violation
 
 CASE = {"op": "mm", "config": {"max_autotune": True}, "inputs": []}
 VIOLATION = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float16", "message": "m"}

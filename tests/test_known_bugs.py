@@ -15,9 +15,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from fuzz.known_bugs import KNOWN_BUGS, KnownBug, candidates, process_killer, without_backend
-from fuzz.harness import run_case
-from fuzz.session import FuzzSession, failure_kind
+from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates, process_killer
+from fuzz.bugs.entry import KnownBug
+from fuzz.bugs.regions import without_backend
+from fuzz.run.harness import run_case
+from fuzz.run.session import FuzzSession, failure_kind
 from oracles import check_all
 from oracles.model import OutputCheck, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
@@ -38,7 +40,7 @@ affected = pytest.mark.skipif(not any(torch.__version__.startswith(v) for v in C
                               reason="the registry says this torch is not affected")
 
 
-FRESH_VERDICT = ("import json, sys; from fuzz.session import FuzzSession; from strategies.case import Case; "
+FRESH_VERDICT = ("import json, sys; from fuzz.run.session import FuzzSession; from strategies.case import Case; "
                  "v = FuzzSession().evaluate(Case.loads(sys.stdin.read())); "
                  "print(json.dumps({'violations': [x.signature for x in v.violations], "
                  "'known': sorted({b.name for _, b in v.known})}))")
@@ -244,7 +246,7 @@ def test_an_empty_frozen_weight_with_cpp_alone_is_the_freezing_bug() -> None:
 def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
     """The ATen CPU _int_mm region (row-major with a short row stride, or column-major with a short
     column stride) against eager on a stride grid: it misses no wrong result."""
-    from fuzz.known_bugs import _short_leading_dimension
+    from fuzz.bugs.regions import _short_leading_dimension
 
     gen = torch.Generator().manual_seed(0)
     missed = []
@@ -446,7 +448,7 @@ def test_the_bf16_odd_k_bmm_region_is_the_campaigns_case_and_float32_leaves_it()
 def test_the_amx_bf16_region_is_the_property_tests_case_and_float32_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CI property test's case on an AMX Xeon: a bf16 matmul whose second call has a batch of 2
     and K = 208 (even, so not the odd-K bug), nonfinite values; only on a host with AMX bf16."""
-    from fuzz import known_bugs
+    from fuzz.bugs import known_bugs
 
     case = Case.make(op="matmul", device="cpu", value_mode="nonfinite", seed=2489, consumers=("cat_mm_cols",),
                      config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON,CPP"},

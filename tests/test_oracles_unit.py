@@ -188,8 +188,8 @@ def test_rounding_into_subnormals_is_within_the_bound_but_more_is_not() -> None:
 def test_where_an_earlier_step_may_overflow_any_value_is_allowed_and_nowhere_else() -> None:
     """A chain_mm of large values: float32 partial sums of y @ y^T pass float32's range where the
     float64 result fits (a CPU campaign's false positive: eager and every kernel give inf/NaN there)."""
-    from fuzz import programs
-    from fuzz.values import materialize
+    from fuzz.run import programs
+    from fuzz.run.values import materialize
     from oracles.error_model import KernelModel
 
     case = Case.make(op="mm", device="cpu", value_mode="large", seed=1, consumers=("chain_mm",), config={},
@@ -231,7 +231,7 @@ def test_a_frozen_weight_without_a_unit_stride_need_not_get_the_cpp_template(wei
 def test_a_single_choice_compile_is_judged_with_the_choices_of_the_programs_other_selections() -> None:
     """A cat's mm still autotunes while the first mm is kept to its Triton choice: on the H200 the
     cat's cuBLAS mm (bf16 split-K partials allowed) put 253x the Triton-only bound into the output."""
-    from fuzz.harness import kernel_model, single_choice_plan
+    from fuzz.run.harness import kernel_model, single_choice_plan
 
     def autotune(graph: int, *choices: ChoiceRecord) -> SelectionEvent:
         return SelectionEvent("autotune", "mm", choices, gate(), graph)

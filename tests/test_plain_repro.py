@@ -13,11 +13,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.findings import FindingsStore, record_from_violation
-from fuzz.known_bugs import KNOWN_BUGS
-from fuzz.plain_repro import (Form, Outcome, PlainReproError, check_kind, export_plain, family_backend, render,
+from fuzz.store.findings import FindingsStore, record_from_violation
+from fuzz.bugs.known_bugs import KNOWN_BUGS
+from fuzz.export.plain_repro import (Form, Outcome, PlainReproError, check_kind, export_plain, family_backend, render,
                               same_failure, search, write_plain_repro)
-from fuzz.values import materialize
+from fuzz.run.values import materialize
 from strategies.case import Case, TensorSpec
 from strategies.cases import cases
 from tests.checking import known_aten_bug
@@ -55,7 +55,7 @@ def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
 @settings(max_examples=150, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(device="cpu"))
 def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
-    """Seeded inputs equal fuzz.values' bit for bit, whole storages (NaN outside the views, NaN and
+    """Seeded inputs equal fuzz.run.values' bit for bit, whole storages (NaN outside the views, NaN and
     infinities inside them) included; plain random ones keep every layout and alias."""
     for second in (False, True) if case.second_call else (False,):
         want = materialize(case, case.second_call if second else None)
@@ -230,7 +230,7 @@ def test_export_writes_the_plain_repro_beside_the_vendored_one(tmp_path: Path) -
     for violation in (CRASH, layout):
         store.add(record_from_violation(violation, scalar_bias_case().to_json(), known_bug=None, violations=[violation],
                                         versions={"torch": torch.__version__}, origin={}))
-    from fuzz.repro import export_findings
+    from fuzz.export.repro import export_findings
 
     export_findings(store, tmp_path / "repros", emit=lambda _: None, verify=False)
     by_oracle = {f.oracle: f.repro["plain"] for f in FindingsStore(tmp_path)}
@@ -272,7 +272,7 @@ def test_export_plain_paths_are_relative_to_the_campaign(tmp_path: Path) -> None
     ({"unsupported": "layout_spec is about inductor internals"}, "none: layout_spec is about inductor internals"),
 ])
 def test_plain_summary_says_what_the_repro_does_and_how_reliably(record: dict[str, Any], summary: str) -> None:
-    from fuzz.plain_repro import plain_summary
+    from fuzz.export.plain_repro import plain_summary
 
     assert plain_summary(record) == summary
 

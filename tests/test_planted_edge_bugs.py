@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch._inductor import select_algorithm
 
-from fuzz.harness import HashLedger, run_case
-from fuzz.session import FuzzSession
+from fuzz.run.harness import HashLedger, run_case
+from fuzz.run.session import FuzzSession
 from oracles import check_all
 from oracles.model import Observation
 from strategies.case import Case, TensorSpec, contiguous_strides
@@ -196,7 +196,7 @@ def test_single_choice_compiles_repeat_the_first_compiles_padding(monkeypatch: p
     repeats the first compile's decisions, per op and operand shapes, and decides anew only past them."""
     from torch._inductor.fx_passes import pad_mm
 
-    from oracles.observe import record_selections
+    from fuzz.probe.observe import record_selections
 
     flips = iter([True, False, False, True, True])
     monkeypatch.setattr(pad_mm, "should_pad", lambda *args, **kwargs: next(flips))

@@ -9,10 +9,11 @@ import pytest
 import torch
 from torch._inductor import select_algorithm
 
-from fuzz import programs
-from fuzz.harness import HashLedger, run_case
-from fuzz.known_bugs import EAGER_AGREES_NAME, KNOWN_BUGS
-from fuzz.session import FuzzSession
+from fuzz.run import programs
+from fuzz.run.harness import HashLedger, run_case
+from fuzz.bugs.known_bugs import KNOWN_BUGS
+from fuzz.bugs.entry import EAGER_AGREES_NAME
+from fuzz.run.session import FuzzSession
 from oracles import check_all
 from oracles.model import REFERENCE_DIFFERS
 from strategies.case import Case, TensorSpec, contiguous_strides

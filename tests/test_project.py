@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.coverage_report import CONFIG, tracer_core
+from fuzz.tools.coverage_report import CONFIG, tracer_core
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -35,7 +35,7 @@ def test_the_wheel_carries_the_coverage_config_and_the_console_script(tmp_path: 
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         entry_points = z.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "fuzz/coverage.toml" in names and CONFIG == ROOT / "fuzz" / "coverage.toml"
+    assert "fuzz/tools/coverage.toml" in names and CONFIG == ROOT / "fuzz" / "tools" / "coverage.toml"
     assert "mm-autotune-fuzz = fuzz.cli:main" in entry_points
 
 

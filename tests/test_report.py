@@ -8,11 +8,11 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from fuzz import repro
-from fuzz.dashboard import html
-from fuzz.findings import Finding, FindingsStore, record_from_violation
-from fuzz.progress import status_line
-from fuzz.report import junit_xml, markdown, summarize
+from fuzz.export import repro
+from fuzz.export.dashboard import html
+from fuzz.store.findings import Finding, FindingsStore, record_from_violation
+from fuzz.tools.progress import status_line
+from fuzz.export.report import junit_xml, markdown, summarize
 from tests.test_repro import _small_case
 
 V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from fuzz import repro
-from fuzz.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
+from fuzz.export import repro
+from fuzz.export.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
 from oracles.model import Observation, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.test_known_bugs import affected, offset_weight_case
@@ -56,7 +56,7 @@ sys.exit(code)
 
 def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
     modules = vendored_modules()
-    assert {"fuzz.session", "fuzz.harness", "oracles.numerics", "strategies.case"} <= set(modules)
+    assert {"fuzz.run.session", "fuzz.run.harness", "oracles.numerics", "strategies.case"} <= set(modules)
     assert not any(name.startswith("strategies.cases") for name in modules)  # no Hypothesis strategies
     for name, (_, source) in modules.items():
         outside = {m for m in imports(source) if m not in ALLOWED_IMPORTS and m not in SUITE_PACKAGES}
@@ -128,7 +128,7 @@ def test_render_refuses_an_empty_violation_list() -> None:
 @affected
 def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuzz import session
+    from fuzz.run import session
     from tests.checking import assert_case_passes
 
     request = types.SimpleNamespace(config=types.SimpleNamespace(getoption=lambda name: str(tmp_path)),
@@ -166,7 +166,7 @@ def _rows_case(rows: int) -> Case:
 
 def test_pytest_repro_dir_writes_one_script_for_the_shrunk_case(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuzz.session import Verdict
+    from fuzz.run.session import Verdict
     from tests import checking
 
     class RowsBug:

@@ -1,4 +1,4 @@
-"""The repro checks at the end of a campaign (fuzz.repro.export_findings): progress lines, new
+"""The repro checks at the end of a campaign (fuzz.export.repro.export_findings): progress lines, new
 findings first, no check started once their time is spent and one still running then stopped, its
 children too (those repros are still written, and say why they were not checked), and a repro that
 reproduced is not run again while its basis is unchanged."""
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from fuzz import plain_repro, repro
-from fuzz.findings import FindingsStore, record_from_violation
+from fuzz.export import plain_repro, repro
+from fuzz.store.findings import FindingsStore, record_from_violation
 from tests.test_repro import _small_case
 
 V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from fuzz import regenerate, report, rounds
-from fuzz.findings import Finding
-from fuzz.workers import Outcome
+from fuzz.engine import regenerate, rounds
+from fuzz.export import report
+from fuzz.store.findings import Finding
+from fuzz.engine.workers import Outcome
 from tests.test_campaign import FakeWorker, Pipe, fake_driver
 
 ROUNDS = 3
@@ -189,7 +190,7 @@ def test_regenerate_command_and_report_show_the_position(tmp_path: Path, capsys:
     text = report.markdown(report.summarize([finding], [{"sessions": []}]))
     o = finding.origin
     assert f"case {o['index']} of round 1 of the stream of worker 0 (seed 1, session 0)" in text
-    assert f"python -m fuzz.regenerate findings/{finding.file_name()}" in text
+    assert f"python -m fuzz.engine.regenerate findings/{finding.file_name()}" in text
 
 
 def test_a_stream_does_not_depend_on_what_its_process_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

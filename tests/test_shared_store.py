@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import main
-from fuzz.findings import Finding, record_from_violation
-from fuzz.shared_store import DirectoryStore, RedisStore, StoreError, StoreSync, open_store, redact
+from fuzz.store.findings import Finding, record_from_violation
+from fuzz.store.shared_store import DirectoryStore, RedisStore, StoreError, StoreSync, open_store, redact
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent

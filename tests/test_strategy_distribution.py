@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.known_bugs import KNOWN_BUGS
+from fuzz.bugs.known_bugs import KNOWN_BUGS
 from strategies.case import CONSUMERS, Case
 from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
 from strategies.configs import BACKENDS, CUDA_KNOBS, OPTIONAL_KNOBS

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fuzz.cli import main
-from fuzz.findings import Finding, FindingsStore, record_from_violation
-from fuzz.known_bugs import KNOWN_BUGS
-from fuzz.upstream import ROOT_CAUSES, group_findings, trigger, write_drafts
+from fuzz.store.findings import Finding, FindingsStore, record_from_violation
+from fuzz.bugs.known_bugs import KNOWN_BUGS
+from fuzz.bugs.upstream import ROOT_CAUSES, group_findings, trigger, write_drafts
 
 MM = {"op": "mm", "device": "cpu", "config": {"max_autotune": True},
       "inputs": [{"shape": [4, 8], "stride": [8, 1], "offset": 0, "dtype": "float32"},
@@ -114,7 +114,7 @@ def test_a_bug_eager_shares_is_called_an_aten_bug(tmp_path: Path) -> None:
 
 def test_non_bugs_and_internal_findings_are_listed_not_drafted(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuzz import upstream
+    from fuzz.bugs import upstream
 
     not_a_bug = upstream.RootCause("view-strides", "a view's strides", ("view-strides",), "graph.py",
                                    not_a_bug="inductor promises only the stride *order* of view outputs")
@@ -180,7 +180,7 @@ def test_a_process_death_is_shown_as_such(tmp_path: Path) -> None:
 
 
 def test_a_compile_error_is_observed_through_its_error_lines(tmp_path: Path) -> None:
-    from fuzz.upstream import _observed
+    from fuzz.bugs.upstream import _observed
 
     log = ('Traceback (most recent call last):\n  File "repro.py", line 3, in <module>\n'
            "torch._inductor.exc.CppCompileError: C++ compile error\n"

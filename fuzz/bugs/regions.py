@@ -1,0 +1,191 @@
+"""The building blocks of the registry's entries: trigger regions (which cases a bug affects) and
+trigger removers (the same case without what triggers it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+from strategies.case import Case, TensorSpec, contiguous_strides
+
+from fuzz.bugs.entry import BATCHED_OPS, DEFAULT_BACKENDS, HALF
+
+
+def backends(case: Case) -> list[str]:
+    return str(case.config_dict.get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
+
+
+def without_backend(backend: str) -> Callable[[Case], Case]:
+    """Untrigger: the same case with `backend` dropped from its GEMM backend set (ATEN if empty)."""
+    def drop(case: Case) -> Case:
+        kept = [b for b in backends(case) if b != backend] or ["ATEN"]
+        return replace(case, config={**case.config_dict, "max_autotune_gemm_backends": ",".join(kept)})
+    return drop
+
+
+def _fields(case: Case) -> dict[str, object]:
+    return {f.name: getattr(case, f.name) for f in dataclasses.fields(case) if f.name not in ("config", "params")} \
+        | {"params": case.params_dict}
+
+
+def replace(case: Case, **changes: object) -> Case:
+    return Case.make(**{**_fields(case), "config": case.config_dict, **changes})
+
+
+def unfrozen(case: Case) -> Case:
+    """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
+    template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing)."""
+    backends = backends(case)
+    return replace(case, frozen_weights=False,
+                    config={**case.config_dict, "max_autotune_gemm_backends": ",".join(dict.fromkeys(["ATEN", *backends]))})
+
+
+def with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec]) -> Case:
+    """The case with input `index` changed, in the first call and (if any) the second."""
+    def apply(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(change(t) if i == index else t for i, t in enumerate(specs))
+    return replace(case, inputs=apply(case.inputs), second_call=apply(case.second_call))
+
+
+def calls(case: Case) -> list[tuple[TensorSpec, ...]]:
+    """The inputs of each call of the case (a second call may change sizes: a region holds in any)."""
+    return [case.inputs, *([case.second_call] if case.second_call else [])]
+
+
+def span(t: TensorSpec) -> int:
+    """The dense stride of dim 0: the extent of one slice along it (dims 1..)."""
+    return max([n * st for n, st in zip(t.shape[1:], t.stride[1:])] + [1])
+
+
+def cpu_half_baddbmm(case: Case) -> bool:
+    """A CPU fp16/bf16 baddbmm with alpha == 0."""
+    return (case.device == "cpu" and case.op == "baddbmm" and case.inputs[0].dtype in HALF
+            and case.params_dict.get("alpha") == 0.0)
+
+
+def frozen_cpp(case: Case) -> bool:
+    return case.frozen_weights and "CPP" in backends(case)
+
+
+def cpu_cpp_batched(case: Case) -> bool:
+    return case.device == "cpu" and "CPP" in backends(case) and case.op in BATCHED_OPS
+
+
+MKL_M0_PACK_MIN_WEIGHT = 32768
+"""The smallest K * N for which MKL's weight packing with batch size 0 was seen to die (on an AVX-512
+Xeon, torch 2.13: (K, N) = (4096, 8), (200, 200), (214, 255), (256, 256) die; (182, 182), (257, 128),
+(214, 128), (512, 8), (128, 128) and smaller do not): the region holds every size seen dying."""
+
+
+def bf16_batched_odd_k_nonfinite(case: Case) -> bool:
+    """A CPU bmm/baddbmm/matmul of bf16 batches (2 or more: one batch takes the mm path) with an odd K
+    and nonfinite values (an inf in A's last column is what trips it)."""
+    a = case.inputs[0]
+    return (case.device == "cpu" and case.op in BATCHED_OPS and a.dtype == "bfloat16" and len(a.shape) == 3
+            and a.shape[0] >= 2 and a.shape[-1] % 2 == 1 and case.value_mode == "nonfinite")
+
+
+@functools.cache
+def _host_has_amx_bf16() -> bool:
+    """This CPU has AMX bf16 tiles (the `amx_bf16` flag of /proc/cpuinfo; False where it cannot be read)."""
+    try:
+        return " amx_bf16" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def bf16_nonfinite_on_amx(case: Case) -> bool:
+    """A CPU bmm/baddbmm/matmul of 3-D bf16 operands (in any call) with nonfinite values, on a host with
+    AMX bf16 tiles."""
+    a_specs = [case.inputs[0], *case.second_call[:1]]
+    return (case.device == "cpu" and case.op in BATCHED_OPS and case.value_mode == "nonfinite"
+            and any(a.dtype == "bfloat16" and len(a.shape) == 3 for a in a_specs) and _host_has_amx_bf16())
+
+
+def in_float32(case: Case) -> Case:
+    """Untrigger: every bf16 tensor as float32 (same shapes, strides and offsets)."""
+    def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.shape, t.stride, t.offset, "float32" if t.dtype == "bfloat16" else t.dtype)
+                     for t in specs)
+    return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call))
+
+
+def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
+    return case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm") and case.inputs[0].dtype in dtypes
+
+
+def _short_leading_dimension(t: TensorSpec) -> bool:
+    """A matrix that ATen's CPU _int_mm passes on with a leading dimension shorter than it needs:
+    row-major (unit column stride) with a row stride below the column count, or otherwise
+    column-major (unit row stride) with a column stride below the row count. Fitted on every
+    stride pair in {0, 1, 2, 3, 8, 13, 16}^2 of seven shapes, either operand."""
+    (rows, cols), (s_row, s_col) = t.shape[-2:], t.stride[-2:]
+    if s_col == 1:
+        return s_row < cols
+    return s_row == 1 and s_col < rows
+
+
+def int_mm_short_leading_dim(case: Case) -> bool:
+    return case.device == "cpu" and case.op == "int_mm" and any(
+        _short_leading_dimension(t) for t in case.inputs + case.second_call if len(t.shape) == 2)
+
+
+def dense_int_mm_operands(case: Case) -> Case:
+    def dense(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.shape, contiguous_strides(t.shape), t.offset, t.dtype) for t in specs)
+    return replace(case, inputs=dense(case.inputs), second_call=dense(case.second_call))
+
+
+TRITON_BLOCK_K_128 = "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16"
+
+
+def triton_small_m_half_addmm(case: Case) -> bool:
+    """A small-M half addmm whose selection may offer the buggy config (not excluded by a regex)."""
+    return (case.device == "cuda" and case.op == "addmm" and "TRITON" in backends(case)
+            and case.inputs[0].dtype in HALF and any(a.shape[0] <= 16 for a, *_ in calls(case))
+            and "test_configs.autotune_choice_desc_regex" not in case.config_dict)
+
+
+def without_triton_block_k_128(case: Case) -> Case:
+    return replace(case, config={**case.config_dict,
+                                  "test_configs.autotune_choice_desc_regex": f"^(?!.*{TRITON_BLOCK_K_128})"})
+
+
+def static(case: Case) -> Case:
+    return replace(case, dynamic=False, mark_dynamic=(), second_call=())
+
+
+def scalar_to_vector_bias(case: Case) -> Case:
+    return with_input(case, 2, lambda t: TensorSpec((1,), (1,), 0, t.dtype))
+
+
+def half_row_product_twice(case: Case) -> bool:
+    """A CPU fp16/bf16 batched product with M == 1 in some call (inductor decomposes it into a
+    reduction) whose cat_mm_rows step, with M == 1, computes the very same product again."""
+    return (case.device == "cpu" and case.op in ("bmm", "matmul") and "cat_mm_rows" in case.consumers
+            and any(a.dtype in HALF and len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[-2] == 1
+                    for a, b, *_ in calls(case)))
+
+
+def without_cat_mm_rows(case: Case) -> Case:
+    return replace(case, consumers=tuple(c for c in case.consumers if c != "cat_mm_rows"))
+
+
+def weight_at_offset_zero(case: Case) -> Case:
+    return with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, 0, t.dtype))
+
+
+CPP_COMPILE_ERROR = (r"crash:(CalledProcessError:cpp_builder\.py:_run_compile_cmd|CppCompileError:.*)",
+                     r"choice-crash:\w+@CppTemplateCaller:(CalledProcessError|CppCompileError)",
+                     r"dropped:\w+@CppTemplateCaller:(precompile|benchmark)")
+"""Generated C++ that does not compile: the whole compile fails, the CPP choice compiled alone
+fails, or autotuning drops the CPP choice (with ATen in the set)."""
+
+
+def with_config(**changes: object) -> Callable[[Case], Case]:
+    """Untrigger: the same case with these inductor config keys set."""
+    return lambda case: replace(case, config={**case.config_dict, **changes})
+
+

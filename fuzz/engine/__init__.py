@@ -1,0 +1,1 @@
+"""The campaign engine: worker processes, the zygote, drivers, rounds, the coordinator."""

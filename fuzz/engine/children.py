@@ -1,0 +1,72 @@
+"""What every child process of the suite shares: the repository root on its path, and a life tied
+to its parent's (fuzz.engine.workers starts drivers and workers, fuzz.engine.zygote forks workers), or a time
+limit that kills its whole process group (run_bounded: repro checks and their plain forms)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Be killed when the process that started this one dies (Linux), e.g. on `kill -9` of the campaign."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def python_env(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with `env` on top, for a child Python that imports the suite."""
+    return {**os.environ, **env, "MM_FUZZ_PARENT_PID": str(os.getpid()),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def popen_python(entry: str, fds: tuple[int, ...], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start `python -c "<entry>(*fds)"` (a module's function, by name) with `env` on this process's
+    environment, passing it `fds`, stdout/stderr to `log_path`."""
+    module, _, func = entry.rpartition(".")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        return subprocess.Popen([sys.executable, "-c", f"import {module}; {module}.{func}({', '.join(map(str, fds))})"],
+                                env=python_env(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=fds, cwd=os.getcwd())
+
+
+def become_child() -> None:
+    """Tie this process's life to its parent's and leave Ctrl-C, CI cancel and timeouts to the coordinator."""
+    die_with_parent(int(os.environ.get("MM_FUZZ_PARENT_PID", os.getppid())))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def run_bounded(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,
+                cancel: threading.Event | None = None, merge_output: bool = False) -> tuple[int | None, str, str]:
+    """Run `cmd` in a session of its own and return (exit status, stdout, stderr); at `timeout_s`
+    (or once `cancel` is set) its whole process group is killed, the children it started too, and
+    the exit status is None."""
+    began = time.monotonic()
+    proc = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), text=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_output else subprocess.PIPE,
+                            start_new_session=True)
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=max(0.0, min(0.5, began + timeout_s - time.monotonic())))
+            return proc.returncode, stdout, stderr or ""
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - began >= timeout_s or (cancel is not None and cancel.is_set()):
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                return None, stdout, stderr or ""

@@ -1,0 +1,113 @@
+"""One template catalogue per installed inductor, shared by every worker of a machine.
+
+Reading the catalogue (template_catalogue: a fresh process imports every
+inductor kernel module) costs about 10 s of CPU; each worker, and each worker restarted after a
+crash, used to pay it. With `MM_FUZZ_CATALOGUE_DIR` set (campaign and bench workers), the first
+worker to need it reads it in a fresh process as before and stores it under a key of the
+installed torch (version, path, and the size and mtime of every inductor source file), so an
+edited or reinstalled inductor gets a new one; the others wait on a lock and load it. Still a
+different process from the worker that compiles: the cross-process src_hash check stands."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+import subprocess
+import sys
+from pathlib import Path
+
+from fuzz.probe.observe import ObserverUnavailable
+
+CATALOGUE_DIR_ENV = "MM_FUZZ_CATALOGUE_DIR"
+
+Catalogue = dict[str, dict[str, str | None]]
+
+_CATALOGUE_SCRIPT = r"""
+import hashlib, importlib, json, pkgutil, sys
+from torch._inductor.codegen.common import KernelTemplate
+sources = {}
+_from_string = KernelTemplate._template_from_string
+def _capture(source):
+    caller = sys._getframe(1)
+    if caller.f_code.co_name == "__init__" and isinstance(caller.f_locals.get("name"), str):
+        sources.setdefault(caller.f_locals["name"], source)
+    return _from_string(source)
+KernelTemplate._template_from_string = staticmethod(_capture)
+exec(sys.argv[1])
+import torch._inductor.kernel as kernels
+from torch._inductor.select_algorithm import TritonTemplate
+for mod in pkgutil.walk_packages(kernels.__path__, kernels.__name__ + "."):
+    try:
+        importlib.import_module(mod.name)
+    except ImportError:  # optional backends (e.g. CUTLASS bindings) absent on this machine
+        pass
+out = {}
+for name, t in TritonTemplate.all_templates.items():
+    src = sources.get(name)
+    out[t.uid] = {"src_hash": t.src_hash,
+                  "source_sha256": None if src is None else hashlib.sha256(src.encode("utf-8")).hexdigest()}
+print(json.dumps(out))
+"""
+
+
+def template_catalogue(prelude: str = "") -> dict[str, dict[str, str | None]]:
+    """Every Triton template inductor defines, read in a fresh process: uid -> its `src_hash`
+    and the sha256 of the source it was built from (captured as the template was constructed).
+
+    `prelude` runs before inductor's templates are imported (tests use it to plant bugs)."""
+    proc = subprocess.run([sys.executable, "-c", _CATALOGUE_SCRIPT, prelude], capture_output=True, text=True,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ObserverUnavailable(f"could not list inductor's Triton templates in a fresh process: {last}")
+    catalogue = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not catalogue:
+        raise ObserverUnavailable("inductor defines no Triton templates on this torch: src_hash cannot be checked")
+    return catalogue
+
+
+
+def inductor_fingerprint() -> str:
+    """A key that changes whenever the installed torch or any of inductor's source files does."""
+    import torch
+
+    root = Path(torch.__file__).parent / "_inductor"
+    digest = hashlib.sha256(f"{torch.__version__}\0{root}".encode())
+    for path in sorted(root.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"\0{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:24]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def shared_catalogue() -> Catalogue:
+    """The catalogue from the shared directory (read and stored there by the first worker to ask),
+    else read in a fresh process as before."""
+    directory = os.environ.get(CATALOGUE_DIR_ENV)
+    if not directory:
+        return template_catalogue()
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    path = Path(directory) / f"catalogue-{inductor_fingerprint()}.json"
+    with _locked(path.with_suffix(".lock")):
+        with contextlib.suppress(OSError, ValueError):
+            stored = json.loads(path.read_text())
+            if isinstance(stored, dict) and stored:
+                return stored
+        catalogue = template_catalogue()
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(catalogue))
+        partial.replace(path)
+        return catalogue

@@ -1,0 +1,104 @@
+"""Per-process fuzzing state (hash ledger, template catalogue) and case evaluation."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+from fuzz.probe.catalogue_cache import shared_catalogue
+from fuzz.run.harness import HashLedger, release_device_memory, run_case
+from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates
+from fuzz.bugs.entry import EAGER_AGREES, KnownBug
+from oracles import check_all
+from oracles.model import REFERENCE_DIFFERS, Observation, Violation
+from oracles.src_hash import is_triton
+from oracles.templates import unservable
+from strategies.case import Case
+
+
+@dataclasses.dataclass
+class Verdict:
+    observation: Observation
+    violations: list[Violation]  # unknown findings: these fail
+    known: list[tuple[Violation, KnownBug]]  # known upstream bugs that still reproduce
+
+    @property
+    def rejected(self) -> bool:
+        """The case is outside what the op accepts (eager raised) or no backend of its set can
+        serve it (by the eligibility table): not a test of inductor."""
+        return self.observation.eager_failure is not None or unservable(self.observation)
+
+
+class FuzzSession:
+    """State kept for the life of one worker process."""
+
+    def __init__(self, registry: tuple[KnownBug, ...] = KNOWN_BUGS) -> None:
+        self.ledger = HashLedger()
+        self.registry = registry
+        self._catalogue: dict[str, dict[str, str | None]] | None = None
+
+    @property
+    def catalogue(self) -> dict[str, dict[str, str | None]]:
+        """Inductor's Triton templates as a fresh process sees them (read once per worker, or once
+        per machine where workers share it: fuzz/probe/catalogue_cache.py)."""
+        if self._catalogue is None:
+            self._catalogue = shared_catalogue()
+        return self._catalogue
+
+    def _observe(self, case: Case) -> tuple[Observation, list[Violation]]:
+        obs = run_case(case, ledger=self.ledger)
+        if out_of_memory(obs):  # another worker on the GPU may hold what it needed: once more, with ours freed
+            release_device_memory()
+            obs = run_case(case, ledger=self.ledger)
+        if any(is_triton(c.template) for c in obs.choices):
+            obs.catalogue = self.catalogue
+        began = time.perf_counter()
+        violations = check_all(obs)
+        obs.timings["oracles"] = time.perf_counter() - began
+        return obs, violations
+
+    def evaluate(self, case: Case) -> Verdict:
+        """Run the case and every oracle; a violation a registered bug matches is known only if
+        it is gone when the case runs again without that bug's trigger. A deviation eager shows
+        the same way (REFERENCE_DIFFERS) is never new: a registered ATen bug's, else EAGER_AGREES."""
+        obs, violations = self._observe(case)
+        new, known = [], []
+        untriggered: dict[str, set[str] | None] = {}
+        checks = {c.label: c for c in obs.results}
+        for violation, bug in candidates(violations, case, obs.torch_version, self.registry, checks):
+            if bug is not None and bug.name not in untriggered:
+                began = time.perf_counter()
+                untriggered[bug.name] = self._signatures_without(bug, case)
+                obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + time.perf_counter() - began
+            remaining = untriggered[bug.name] if bug is not None else None
+            if bug is not None and remaining is not None and failure_kind(violation.signature) not in remaining:
+                known.append((violation, bug))
+            elif violation.severity == REFERENCE_DIFFERS:
+                known.append((violation, EAGER_AGREES))
+            else:
+                new.append(violation)
+        return Verdict(obs, new, known)
+
+    def _signatures_without(self, bug: KnownBug, case: Case) -> set[str] | None:
+        """The kinds of failure (failure_kind) the case shows with `bug`'s trigger removed, every
+        choice compiled alone too (whichever kernel wins autotuning); None when that variant does
+        not run (nothing can be confirmed)."""
+        variant = dataclasses.replace(bug.untrigger(case), every_choice=True)
+        obs, violations = self._observe(variant)
+        if obs.eager_failure is not None or unservable(obs):
+            return None
+        kinds = {failure_kind(v.signature) for v in violations}
+        return kinds | {k.split("@")[0] for k in kinds}  # an autotuned result may come from any choice
+
+
+def out_of_memory(obs: Observation) -> bool:
+    """The case ran out of device memory somewhere (eager, compile and run, a single choice)."""
+    failures = [obs.eager_failure, obs.compile_failure, *(f for _, f in obs.choice_failures)]
+    return any(f is not None and f.type == "OutOfMemoryError" for f in failures)
+
+
+def failure_kind(signature: str) -> str:
+    """A signature without what removing a trigger changes besides the bug: the value mode's way
+    of judging values (exact, bound, NaN) and whether eager showed it too."""
+    return re.sub(r"^(reference-differs:)?(exact-mismatch|tolerance|nonfinite):", "wrong-value:", signature)

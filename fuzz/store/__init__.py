@@ -1,0 +1,1 @@
+"""Persistence: findings, sightings, the shared store and the sources reports read."""

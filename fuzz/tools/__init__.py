@@ -1,0 +1,1 @@
+"""Measurement and support: bench, utilization, tightness, progress line, profiles, coverage."""
