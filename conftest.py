@@ -33,6 +33,16 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile(default_profile(len(gpus)))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` need a CUDA GPU: skipped without one (`pytest -m gpu` selects them)."""
+    if visible_gpu_ids():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
     """After a passing `reject_ceiling` test (all its Hypothesis examples), check its op's reject

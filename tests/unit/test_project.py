@@ -14,7 +14,7 @@ import pytest
 
 from fuzz.tools.coverage_report import CONFIG, tracer_core
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 README = (ROOT / "README.md").read_text()
 
@@ -53,9 +53,18 @@ def test_pytest_keeps_its_cache_and_knows_its_markers() -> None:
     assert {m.split(":")[0] for m in options["markers"]} == {"slow", "campaign", "gpu", "reject_ceiling"}
 
 
+def test_the_gpu_marker_selects_the_gpu_tests() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "-p", "no:randomly"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {i.split("::")[0] for i in ids} >= {"tests/engine/test_campaign.py", "tests/engine/test_engine_speedups.py",
+                                               "tests/planted/test_planted_edge_bugs.py"}, ids
+
+
 def test_parameter_ids_read_well() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
-                           "tests/test_cli.py", "tests/test_campaign.py", "tests/test_shared_store.py"],
+                           "tests/unit/test_cli.py", "tests/engine/test_campaign.py", "tests/engine/test_shared_store.py"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     assert ids and proc.returncode == 0, proc.stdout + proc.stderr

@@ -29,8 +29,8 @@ from fuzz.run.session import FuzzSession
 from fuzz.tools.utilization import Utilization
 from fuzz.engine.zygote import ForkedProcess, cuda_driver_path
 from fuzz.probe import speedups
-from strategies.case import Case, TensorSpec
 from tests.checking import is_cpp_choice, rig_benchmarks
+from tests.cases import frozen_cpp_mm
 
 CATALOGUE = {"triton::mm": {"src_hash": "a" * 64, "source_sha256": "a" * 64}}
 
@@ -73,10 +73,6 @@ def test_the_fingerprint_follows_the_installed_inductor_sources(monkeypatch: pyt
     assert catalogue_cache.inductor_fingerprint() != first
 
 
-def frozen_cpp_mm() -> Case:
-    spec = TensorSpec((16, 32), (32, 1), 0, "float32"), TensorSpec((32, 8), (8, 1), 0, "float32")
-    return Case.make(op="mm", inputs=spec, device="cpu", seed=3, value_mode="exact_int", frozen_weights=True,
-                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"})
 
 
 def compile_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -167,7 +163,7 @@ from pathlib import Path
 from torch._inductor import autotune_process, cpp_builder
 from fuzz.probe import speedups
 from fuzz.run.session import FuzzSession
-from tests.test_engine_speedups import frozen_cpp_mm
+from tests.cases import frozen_cpp_mm
 
 real_init, real_run, failing = autotune_process.CppBenchmarkRequest.__init__, cpp_builder._run_compile_cmd, []
 
@@ -495,7 +491,7 @@ def test_the_zygote_finds_the_cuda_driver_library(maps: str, driver: str | None)
     assert cuda_driver_path(maps) == driver
 
 
-@pytest.mark.skipif(not workers.visible_gpu_ids(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_the_zygote_sees_whether_the_cuda_driver_was_initialized() -> None:
     probe = "import torch; from fuzz.engine.zygote import cuda_driver_initialized as i; a = i(); torch.cuda.init(); print(a, i())"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()

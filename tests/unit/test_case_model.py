@@ -103,7 +103,7 @@ def test_property_tests_are_hypothesis_tests() -> None:
     HypoFuzz only see tests that carry @given themselves."""
     from hypothesis import is_hypothesis_test
 
-    from tests import test_properties
+    from tests.properties import test_properties
 
     assert is_hypothesis_test(test_properties.test_op_passes_all_oracles)
 

@@ -15,9 +15,9 @@ import pytest
 from fuzz.cli import duration, main
 from fuzz.store.findings import FindingsStore, record_from_violation
 from fuzz.engine.workers import Outcome
-from tests.test_repro import _small_case
+from tests.cases import small_case
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fails_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
@@ -128,7 +128,7 @@ def campaign_dir(tmp_path: Path) -> Path:
     """A campaign directory with one good finding and three broken files."""
     store = FindingsStore(tmp_path)
     v = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
-    store.add(record_from_violation(v, _small_case().to_json(), known_bug=None, violations=[v], versions={},
+    store.add(record_from_violation(v, small_case().to_json(), known_bug=None, violations=[v], versions={},
                                     origin={"host": "h"}))
     (tmp_path / "findings" / "truncated.json").write_text('{"format": 1, "key": "x", "ca')
     (tmp_path / "findings" / "garbage.json").write_bytes(b"\xff\xfe\x00")
@@ -238,7 +238,7 @@ def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture
 
     store = FindingsStore(tmp_path)
     v = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
-    store.add(record_from_violation(v, _small_case().to_json(), known_bug=None, violations=[v], versions={},
+    store.add(record_from_violation(v, small_case().to_json(), known_bug=None, violations=[v], versions={},
                                     origin={}))
     monkeypatch.setattr(workers, "Executor", FakeExecutor)
     monkeypatch.setattr(FakeExecutor, "outcome", outcome)

@@ -24,20 +24,12 @@ from oracles import check_all
 from oracles.model import OutputCheck, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.checking import is_cpp_choice, rig_benchmarks
-
-CPP_OFFSET = next(b for b in KNOWN_BUGS if b.name == "cpp-gemm-frozen-weight-storage-offset")
-
-
-def offset_weight_case(backends: str, bias_offset: int = 0, weight_offset: int = 5) -> Case:
-    return Case.make(op="addmm", device="cpu", value_mode="exact_int", seed=1, frozen_weights=True, every_choice=True,
-                     config={"max_autotune": True, "max_autotune_gemm_backends": backends},
-                     inputs=(TensorSpec((16, 8), (8, 1), 0, "float32"),
-                             TensorSpec((8, 32), (32, 1), weight_offset, "float32"),
-                             TensorSpec((32,), (1,), bias_offset, "float32")))
+from tests.cases import CPP_OFFSET, offset_weight_case, affected
 
 
-affected = pytest.mark.skipif(not any(torch.__version__.startswith(v) for v in CPP_OFFSET.torch_versions),
-                              reason="the registry says this torch is not affected")
+
+
+
 
 
 FRESH_VERDICT = ("import json, sys; from fuzz.run.session import FuzzSession; from strategies.case import Case; "
@@ -50,7 +42,7 @@ def fresh_verdict(case: Case) -> tuple[subprocess.CompletedProcess[str], dict[st
     """Evaluate `case` in a fresh process, as a campaign worker does: the child's exit and, when it
     ended normally, its new violations' signatures and the known bugs seen."""
     proc = subprocess.run([sys.executable, "-c", FRESH_VERDICT], input=case.dumps(), capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parent.parent)
+                          timeout=600, cwd=Path(__file__).resolve().parents[2])
     return proc, json.loads(proc.stdout.splitlines()[-1]) if proc.returncode == 0 and proc.stdout else None
 
 
@@ -265,7 +257,7 @@ def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
 
 
 def test_every_known_bug_names_a_repro_that_exists() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     for bug in KNOWN_BUGS:
         script = next(w.strip("():;,") for w in bug.tracking.split() if w.strip("(").startswith("repros/"))
         assert (root / script).is_file(), bug.name

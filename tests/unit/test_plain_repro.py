@@ -21,19 +21,13 @@ from fuzz.run.values import materialize
 from strategies.case import Case, TensorSpec
 from strategies.cases import cases
 from tests.checking import known_aten_bug
+from tests.cases import CRASH, scalar_bias_case
 
-CRASH = {"oracle": "crash", "severity": "crash", "signature": "crash:IndexError:kernel/mm.py:tuned_addmm",
-         "message": "addmm: eager ran, compiled raised IndexError: list index out of range"}
 EXACT = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
          "message": "mm call0/out0 float32: 3 element(s) differ"}
 SCALAR_BIAS = next(b for b in KNOWN_BUGS if b.name == "addmm-scalar-bias-indexerror")
 
 
-def scalar_bias_case(frozen: bool = False) -> Case:
-    return Case.make(op="addmm", device="cpu", frozen_weights=frozen,
-                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP", "epilogue_fusion": False},
-                     inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"), TensorSpec((8, 17), (17, 1), 0, "float32"),
-                             TensorSpec((), (), 0, "float32")))
 
 
 def _run_make_inputs(case: Case, seeded: bool, second: bool = False) -> list[torch.Tensor]:
@@ -277,7 +271,7 @@ def test_plain_summary_says_what_the_repro_does_and_how_reliably(record: dict[st
     assert plain_summary(record) == summary
 
 
-REPROS = Path(__file__).resolve().parent.parent / "repros"
+REPROS = Path(__file__).resolve().parents[2] / "repros"
 NOTHING_USER_VISIBLE = {"layout_gate_counts_failed_templates"}  # README: an observation no program can show
 
 

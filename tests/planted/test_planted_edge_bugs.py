@@ -20,7 +20,7 @@ from tests.checking import is_cpp_choice, rig_benchmarks
 
 Kernel = collections.abc.Callable[..., torch.Tensor]
 REAL_MM = select_algorithm.extern_kernels.mm
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+cuda = pytest.mark.gpu  # skipped without a GPU (conftest.py)
 
 
 def spec(shape: tuple[int, ...], dtype: str = "float32", stride: tuple[int, ...] | None = None) -> TensorSpec:

@@ -19,7 +19,8 @@ from fuzz.export import repro
 from fuzz.export.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
 from oracles.model import Observation, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
-from tests.test_known_bugs import affected, offset_weight_case
+from tests.cases import affected, offset_weight_case
+from tests.cases import small_case
 
 CPP_OFFSET = Violation("numerics", "wrong result", "exact-mismatch:addmm:float32", "addmm: 512 element(s) differ")
 
@@ -98,16 +99,11 @@ def test_a_bug_that_hides_in_the_first_run_is_still_reported(tmp_path: Path) -> 
     assert result.exit_code == 1 and "exact-mismatch:addmm:float32" in result.verdict, result
 
 
-def _small_case() -> Case:
-    shapes = [(4, 8), (8, 4)]
-    return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=3,
-                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
-                     inputs=tuple(TensorSpec(s, contiguous_strides(s), 0, "float32") for s in shapes))
 
 
 def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
     death = {"oracle": "process", "severity": "crash", "signature": "killed:SIGSEGV:mm", "message": "died"}
-    path = Path(write_repro(_small_case(), [death], tmp_path))
+    path = Path(write_repro(small_case(), [death], tmp_path))
     assert "MODE = 'process'" in path.read_text()
     clean = run_repro(path)  # the case itself is fine on this torch
     assert clean.exit_code == 0 and clean.verdict.startswith("FIXED"), clean
@@ -122,7 +118,7 @@ def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
 
 def test_render_refuses_an_empty_violation_list() -> None:
     with pytest.raises(repro.ReproError):
-        render_repro(_small_case(), [])
+        render_repro(small_case(), [])
 
 
 @affected
@@ -149,7 +145,7 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
 
 def test_a_repro_says_fixed_only_when_nothing_fails(tmp_path: Path) -> None:
     gone = Violation("numerics", "wrong result", "exact-mismatch:mm:float32", "mm: 3 element(s) differ")
-    path = Path(write_repro(_small_case(), [gone], tmp_path))  # ATen mm on this case: right
+    path = Path(write_repro(small_case(), [gone], tmp_path))  # ATen mm on this case: right
     plant(path, "from oracles.model import Violation",
           "verdict.violations.append(Violation('layout_spec', 'unsound', 'planted:mm', 'planted'))")
     result = run_repro(path)

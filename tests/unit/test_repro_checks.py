@@ -14,7 +14,7 @@ import pytest
 
 from fuzz.export import plain_repro, repro
 from fuzz.store.findings import FindingsStore, record_from_violation
-from tests.test_repro import _small_case
+from tests.cases import small_case
 
 V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
      "message": "mm: 78 element(s) differ"}
@@ -24,7 +24,7 @@ def _store(tmp_path: Path, signatures: dict[str, bool]) -> FindingsStore:
     """A store with one finding per signature (True: a known upstream bug)."""
     store = FindingsStore(tmp_path)
     for sig, known in signatures.items():
-        store.add(record_from_violation({**V, "signature": sig}, _small_case().to_json(),
+        store.add(record_from_violation({**V, "signature": sig}, small_case().to_json(),
                                         known_bug={"name": "b", "tracking": "t"} if known else None,
                                         violations=[V], versions={}, origin={}))
     return store
@@ -92,7 +92,7 @@ def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path,
     if stop == "cancel":  # a second Ctrl-C during the repro checks
         threading.Timer(2, cancel.set).start()
     began = time.monotonic()
-    record = plain_repro.write_plain_repro(_small_case(), V, tmp_path / "p_plain.py", timeout_s=600,
+    record = plain_repro.write_plain_repro(small_case(), V, tmp_path / "p_plain.py", timeout_s=600,
                                            budget_s=2 if stop == "budget" else 600, cancel=cancel)
     assert time.monotonic() - began < 8
     assert record["out_of_time"] and not record["reproduced"] and record["outcome"] is None and record["runs"] == 0
@@ -106,7 +106,7 @@ def test_a_failing_form_without_time_for_its_second_run_says_so() -> None:
         runs.append(form)  # the first form fails; the confirming run is cut at the budget
         return plain_repro.Outcome("mismatch" if len(runs) == 1 else plain_repro.CUT)
 
-    found = plain_repro.search(_small_case(), V, run)
+    found = plain_repro.search(small_case(), V, run)
     assert found.reproduced and not found.confirmed and found.out_of_time and found.flips == [] and found.runs == 1
     assert plain_repro.plain_summary({"verified": True, "reproduced": True, "out_of_time": True,
                                       "outcome": {"status": "mismatch", "message": "m"}}) == \
@@ -164,7 +164,7 @@ def test_a_check_with_the_same_basis_is_not_run_again(tmp_path: Path, checks: li
 
 
 def test_a_plain_search_cut_by_its_budget_does_not_claim_the_bug_is_gone() -> None:
-    from tests.test_plain_repro import CRASH, scalar_bias_case
+    from tests.cases import CRASH, scalar_bias_case
 
     found = plain_repro.search(scalar_bias_case(), CRASH, lambda form: plain_repro.Outcome("raised"), budget_s=0.0)
     assert found.out_of_time and not found.reproduced

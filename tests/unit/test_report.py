@@ -10,10 +10,10 @@ from pathlib import Path
 
 from fuzz.export import repro
 from fuzz.export.dashboard import html
-from fuzz.store.findings import Finding, FindingsStore, record_from_violation
+from fuzz.store.findings import Finding, record_from_violation
 from fuzz.tools.progress import status_line
 from fuzz.export.report import junit_xml, markdown, summarize
-from tests.test_repro import _small_case
+from tests.cases import small_case
 
 V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
      "message": "mm: 78 element(s) differ"}
@@ -22,7 +22,7 @@ V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-misma
 def shrunk(complete: bool = True, known: str | None = None) -> Finding:
     f = record_from_violation(V, {"op": "mm", "first": True}, known_bug={"name": known, "tracking": "t"} if known
                               else None, violations=[V], versions={}, origin={"host": "h", "host_id": "h-1"})
-    f.minimal_case, f.minimal_message = _small_case().to_json(), "mm: 3 element(s) differ"
+    f.minimal_case, f.minimal_message = small_case().to_json(), "mm: 3 element(s) differ"
     f.minimization = {"complete": complete, "seconds": 12.5, "hypothesis_shrinks": 3, "dropped": []}
     f.repro = {"path": "repros/x.py", "exit_code": 1, "seconds": 4.0}
     return f

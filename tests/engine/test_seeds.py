@@ -21,7 +21,7 @@ from fuzz.engine import regenerate, rounds
 from fuzz.export import report
 from fuzz.store.findings import Finding
 from fuzz.engine.workers import Outcome
-from tests.test_campaign import FakeWorker, Pipe, fake_driver
+from tests.fakes import FakeWorker, Pipe, fake_driver
 
 ROUNDS = 3
 

@@ -26,9 +26,10 @@ from fuzz.engine import rounds
 from fuzz.store.findings import Finding, load_campaign, load_findings
 from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
 from fuzz.store.sightings import sightings
-from fuzz.engine.workers import Outcome, visible_gpu_ids
+from fuzz.engine.workers import Outcome
+from tests.fakes import FakeWorker, fake_driver
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- minimization (pure) ------------------------------------------------------------------------------
@@ -76,48 +77,10 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 
 # --- the driver's Hypothesis loop, with a fake worker (no compiling) ----------------------------------
 
-class FakeWorker:
-    """Reports violations `names` whenever the first input has at least `rows` rows."""
-
-    restarts = 0
-
-    def __init__(self, names: tuple[str, ...] = ("fake",), rows: int = 5) -> None:
-        self.cases: list[dict[str, Any]] = []
-        self.names, self.rows = names, rows
-
-    def run(self, case_json: dict[str, Any]) -> Outcome:
-        self.cases.append(case_json)
-        rows = case_json["inputs"][0]["shape"][0]
-        bad = rows >= self.rows
-        found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:{case_json['op']}",
-                  "message": f"{rows} row(s) differ"} for name in self.names]
-        return Outcome(verdict={"violations": found if bad else [], "known": [], "rejected": False,
-                                "error_ratio": 0.0, "failure": None, "poisoned": ""})
-
-    def stop(self) -> None:
-        pass
 
 
-class Pipe:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, Any]] = []
-
-    def send(self, message: tuple[str, Any]) -> None:
-        self.sent.append(message)
-
-    def poll(self, timeout: float = 0) -> bool:
-        return False
 
 
-def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Driver:
-    cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
-           "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
-           "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
-    driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
-    driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
-    driver.deadline = time.time() + 60
-    driver.start_stream("cpu", ["mm"])
-    return driver
 
 
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
@@ -293,7 +256,6 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
 
 @pytest.mark.gpu
 @pytest.mark.campaign
-@pytest.mark.skipif(not visible_gpu_ids(), reason="needs a CUDA GPU")
 def test_a_poisoned_cuda_context_is_one_finding_and_a_fresh_worker_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = run_fuzz("run", "--budget", "20s", "--out", str(out), *QUICK, "--device", "cuda",

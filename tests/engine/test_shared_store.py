@@ -18,7 +18,7 @@ from fuzz.store.findings import Finding, record_from_violation
 from fuzz.store.shared_store import DirectoryStore, RedisStore, StoreError, StoreSync, open_store, redact
 from tests.redis_server import RedisServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASE = {"op": "mm", "config": {"max_autotune": True}, "inputs": []}
 
 

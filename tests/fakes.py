@@ -1,0 +1,52 @@
+"""Fakes of the campaign engine's parts (a worker, a driver's pipe, a driver) for tests without processes."""
+
+from __future__ import annotations
+
+from fuzz.engine import rounds
+from fuzz.engine.workers import Outcome
+from typing import Any
+import time
+
+
+class FakeWorker:
+    """Reports violations `names` whenever the first input has at least `rows` rows."""
+
+    restarts = 0
+
+    def __init__(self, names: tuple[str, ...] = ("fake",), rows: int = 5) -> None:
+        self.cases: list[dict[str, Any]] = []
+        self.names, self.rows = names, rows
+
+    def run(self, case_json: dict[str, Any]) -> Outcome:
+        self.cases.append(case_json)
+        rows = case_json["inputs"][0]["shape"][0]
+        bad = rows >= self.rows
+        found = [{"oracle": "numerics", "severity": "wrong result", "signature": f"{name}:{case_json['op']}",
+                  "message": f"{rows} row(s) differ"} for name in self.names]
+        return Outcome(verdict={"violations": found if bad else [], "known": [], "rejected": False,
+                                "error_ratio": 0.0, "failure": None, "poisoned": ""})
+
+    def stop(self) -> None:
+        pass
+
+
+class Pipe:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Any]] = []
+
+    def send(self, message: tuple[str, Any]) -> None:
+        self.sent.append(message)
+
+    def poll(self, timeout: float = 0) -> bool:
+        return False
+
+
+def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Driver:
+    cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
+           "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
+           "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
+    driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
+    driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
+    driver.deadline = time.time() + 60
+    driver.start_stream("cpu", ["mm"])
+    return driver

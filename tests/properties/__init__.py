@@ -1,0 +1,1 @@
+"""The product: the property tests users run (`pytest -n auto tests/properties`)."""
