@@ -37,9 +37,9 @@ def replace(case: Case, **changes: object) -> Case:
 def unfrozen(case: Case) -> Case:
     """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
     template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing)."""
-    backends = backends(case)
+    kept = backends(case)
     return replace(case, frozen_weights=False,
-                    config={**case.config_dict, "max_autotune_gemm_backends": ",".join(dict.fromkeys(["ATEN", *backends]))})
+                   config={**case.config_dict, "max_autotune_gemm_backends": ",".join(dict.fromkeys(["ATEN", *kept]))})
 
 
 def with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec]) -> Case:

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates, process_killer
 from fuzz.bugs.entry import KnownBug
+from fuzz.bugs import regions
 from fuzz.bugs.regions import without_backend
 from fuzz.run.harness import run_case
 from fuzz.run.session import FuzzSession, failure_kind
@@ -440,8 +441,6 @@ def test_the_bf16_odd_k_bmm_region_is_the_campaigns_case_and_float32_leaves_it()
 def test_the_amx_bf16_region_is_the_property_tests_case_and_float32_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CI property test's case on an AMX Xeon: a bf16 matmul whose second call has a batch of 2
     and K = 208 (even, so not the odd-K bug), nonfinite values; only on a host with AMX bf16."""
-    from fuzz.bugs import known_bugs
-
     case = Case.make(op="matmul", device="cpu", value_mode="nonfinite", seed=2489, consumers=("cat_mm_cols",),
                      config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,TRITON,CPP"},
                      inputs=(TensorSpec((1, 146, 208), (208, 0, 1), 0, "bfloat16"),
@@ -449,14 +448,14 @@ def test_the_amx_bf16_region_is_the_property_tests_case_and_float32_leaves_it(mo
                      second_call=(TensorSpec((2, 146, 208), (208, 416, 1), 0, "bfloat16"),
                                   TensorSpec((2, 208, 2), (2, 0, 1), 0, "bfloat16")))
     bug = REGIONS["aten-cpu-bf16-amx-nan-in-finite-rows"]
-    monkeypatch.setattr(known_bugs, "_host_has_amx_bf16", lambda: True)
+    monkeypatch.setattr(regions, "_host_has_amx_bf16", lambda: True)
     assert bug.matches(Violation("numerics", "wrong result", "nonfinite:matmul:bfloat16", "m"), case, "2.13.0+cpu")
     assert not bug.applies(bug.untrigger(case)) and not bug.applies(dataclasses.replace(case, value_mode="normal"))
     assert not REGIONS["aten-cpu-bf16-bmm-odd-k-inf-nan"].applies(case)
     half = dataclasses.replace(case, inputs=tuple(dataclasses.replace(t, dtype="float16") for t in case.inputs),
                                second_call=tuple(dataclasses.replace(t, dtype="float16") for t in case.second_call))
     assert not bug.applies(half) and not bug.applies(dataclasses.replace(case, op="mm"))  # just outside: unexplained
-    monkeypatch.setattr(known_bugs, "_host_has_amx_bf16", lambda: False)
+    monkeypatch.setattr(regions, "_host_has_amx_bf16", lambda: False)
     assert not bug.applies(case)
 
 
