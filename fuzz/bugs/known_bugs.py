@@ -57,7 +57,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="aten-cpu-baddbmm-zero-alpha-uninitialized",
         oracles=("numerics",),
-        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:baddbmm:\w+(@aten::baddbmm)?",),  # any consumer chain
+        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:baddbmm:\w+(@aten::\w+)?",),  # any consumer; any extern alone
         applies=lambda c: cpu_half_baddbmm(c) and c.params_dict.get("beta") == 0.0,
         untrigger=lambda c: replace(c, params={**c.params_dict, "alpha": 1.0}),
         tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "
@@ -72,7 +72,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="aten-cpu-baddbmm-zero-alpha-wrong",
         oracles=("numerics",),
-        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:baddbmm:\w+(@aten::baddbmm)?",),  # any consumer chain
+        signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:baddbmm:\w+(@aten::\w+)?",),  # any consumer; any extern alone
         applies=lambda c: cpu_half_baddbmm(c) and c.params_dict.get("beta") != 0.0,
         untrigger=lambda c: replace(c, params={**c.params_dict, "alpha": 1.0}),
         tracking="repros/aten_baddbmm_zero_alpha_beta.py (not yet filed upstream): ATen's CPU bf16/fp16 "

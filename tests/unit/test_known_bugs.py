@@ -418,6 +418,10 @@ def test_host_dependent_aten_regions_cover_what_an_avx512_campaign_found() -> No
     zero_alpha = REGIONS["aten-cpu-baddbmm-zero-alpha-wrong"]
     assert zero_alpha.applies(baddbmm) and not zero_alpha.applies(zero_alpha.untrigger(baddbmm))
     assert not zero_alpha.applies(dataclasses.replace(baddbmm, params=(("alpha", 0.5), ("beta", 0.0))))
+    # a CPU campaign: the baddbmm's value in the single-choice compile of a consumer's bmm, eager the same
+    beside = Violation("numerics", "reference differs", "reference-differs:tolerance:baddbmm:float16@aten::bmm", "m")
+    assert zero_alpha.matches(beside, baddbmm, "2.13.0+cpu")
+    assert not zero_alpha.fits(dataclasses.replace(beside, signature="tolerance:baddbmm:float16@triton::bmm"), None)
 
 
 def test_the_bf16_odd_k_bmm_region_is_the_campaigns_case_and_float32_leaves_it() -> None:
