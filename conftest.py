@@ -9,8 +9,8 @@ import tempfile
 import pytest
 from hypothesis import settings
 
-from fuzz.tools.profiles import default_profile, register_profiles
 from fuzz.engine.workers import visible_gpu_ids
+from fuzz.tools.profiles import default_profile, register_profiles
 
 register_profiles()
 
@@ -62,8 +62,8 @@ def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def fuzz_session():  # type: ignore[no-untyped-def]
-    from fuzz.run.session import FuzzSession
     from fuzz.probe.speedups import speed_up_compiles
+    from fuzz.run.session import FuzzSession
 
     speed_up_compiles()  # the campaign workers' compile speed-ups, for the property tests too
     return FuzzSession()

@@ -229,8 +229,8 @@ def _fail(message: str) -> NoReturn:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.engine.campaign import CampaignError, CampaignOptions, run_campaign
-    from fuzz.tools.profiles import default_profile
     from fuzz.engine.workers import visible_gpu_ids
+    from fuzz.tools.profiles import default_profile
 
     if args.workers is not None and args.workers < 1:
         _fail("--workers must be at least 1")
@@ -317,8 +317,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from fuzz.store.findings import FindingsStore
     from fuzz.export.repro import export_findings
+    from fuzz.store.findings import FindingsStore
 
     where, _, _, _ = _sources(args, load=False)
     others = where.loose + where.stores
@@ -376,9 +376,9 @@ def _write(path: Path, text: str) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from fuzz.tools.bench import bench, summary
     from fuzz.engine.campaign import default_workers
     from fuzz.engine.workers import visible_gpu_ids
+    from fuzz.tools.bench import bench, summary
 
     device = "cuda" if args.device == "cuda" or (args.device == "auto" and visible_gpu_ids()) else "cpu"
     if device == "cuda" and not visible_gpu_ids():

@@ -107,7 +107,8 @@ def _check_output(op: str, c: OutputCheck) -> list[Violation]:
         eager = float(_ratio(want, c).max())
         out.append(_value_violation(f"tolerance:{op}:{dtype}{where}", c, beyond,
                                     f"{what} {dtype}: {int(beyond.sum())} of {int(judged.sum())} element(s) exceed the "
-                                    f"error bound of a correct kernel (worst error/bound {ratio:.3g}; eager's {eager:.3g})"))
+                                    f"error bound of a correct kernel "
+                                    f"(worst error/bound {ratio:.3g}; eager's {eager:.3g})"))
     return out
 
 
@@ -180,7 +181,8 @@ def _layout_violations(op: str, where: str, what: str, shape: tuple[int, ...], e
             out.append(Violation("numerics", WRONG_RESULT, f"output-stride-order:{op}{where}",
                                  f"{what}: a view output with strides {compiled.stride}, whose order differs from "
                                  f"eager's {eager.stride}"))
-    elif [s for s, n in zip(compiled.stride, shape) if n > 1] != [s for s, n in zip(eager.stride, shape) if n > 1] \
+    elif [s for s, n in zip(compiled.stride, shape, strict=True) if n > 1] \
+            != [s for s, n in zip(eager.stride, shape, strict=True) if n > 1] \
             or compiled.offset != eager.offset:
         out.append(Violation("numerics", WRONG_RESULT, f"output-strides:{op}{where}",
                              f"{what}: compiled strides {compiled.stride} offset {compiled.offset}, eager "

@@ -64,7 +64,8 @@ def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None,
 
 def _contiguous(operand: Operand) -> bool:
     expected = contiguous_strides(tuple(n or 1 for n in operand.size))  # a symbolic size counts as 1
-    return operand.stride is not None and all(s == e for s, e, d in zip(operand.stride, expected, operand.size) if d != 1)
+    return operand.stride is not None and all(
+        s == e for s, e, d in zip(operand.stride, expected, operand.size, strict=True) if d != 1)
 
 
 def _cpp_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, int | None]) -> bool:

@@ -13,7 +13,7 @@ import sys
 import torch
 
 bad = 0
-for trial in range(20):  # garbage depends on what the allocator hands back
+for _ in range(20):  # garbage depends on what the allocator hands back
     a, b = torch.ones(2, 1, 128, dtype=torch.bfloat16), torch.ones(2, 128, 48, dtype=torch.bfloat16)
     out = torch.baddbmm(torch.ones(48, dtype=torch.bfloat16), a, b, alpha=0.0, beta=0.0)
     bad += int(torch.count_nonzero(out))

@@ -12,11 +12,13 @@ import torch
 
 print("torch", torch.__version__, "| CPU capability", torch.backends.cpu.get_cpu_capability(),
       "| oneDNN bf16 matmul", torch.ops.mkldnn._is_mkldnn_bf16_supported())
-bias, a, b = torch.ones(48, dtype=torch.bfloat16), torch.ones(2, 1, 128, dtype=torch.bfloat16), torch.ones(2, 128, 48, dtype=torch.bfloat16)
+bias = torch.ones(48, dtype=torch.bfloat16)
+a, b = torch.ones(2, 1, 128, dtype=torch.bfloat16), torch.ones(2, 128, 48, dtype=torch.bfloat16)
 out = torch.full((2, 1, 48), float("nan"), dtype=torch.bfloat16)  # whatever memory the result lands in
 torch.baddbmm(bias, a, b, alpha=0.0, beta=0.0, out=out)
 assert not out.isnan().any() and not out.any(), f"expected zeros, got {out.flatten()[:4].tolist()}"
 for _ in range(20):  # the functional form: the result is fresh memory, its garbage depends on the allocator
     got = torch.baddbmm(bias, a, b, alpha=0.0, beta=0.0)
-    assert not got.any(), f"expected zeros, got {int(got.count_nonzero())} non-zero elements, e.g. {got.flatten()[:4].tolist()}"
+    assert not got.any(), \
+        f"expected zeros, got {int(got.count_nonzero())} non-zero elements, e.g. {got.flatten()[:4].tolist()}"
 print("no failure: the bug does not reproduce on this host and torch")

@@ -25,7 +25,7 @@ expected = program(x.clone(), w)
 try:
     with inductor_config.patch(max_autotune=True, max_autotune_gemm_backends="CPP", fx_graph_cache=False):
         got = torch.compile(program)(x.clone(), w)
-    ok = all(torch.allclose(g, e) for g, e in zip(got, expected))
+    ok = all(torch.allclose(g, e) for g, e in zip(got, expected, strict=True))
     verdict = "FIXED" if ok else "WRONG RESULT"
 except Exception as e:  # the bug: lowering / scheduling raises
     inner = [ln.strip() for ln in str(e).splitlines() if "Error" in ln]

@@ -24,5 +24,6 @@ x = torch.tensor([[2.0]])
 with torch.no_grad(), torch._inductor.config.patch(freezing=True, max_autotune_gemm_backends="CPP"):
     got = torch.compile(Linear(weight), mode="max-autotune")(x)
 want = x @ weight  # small integers: exact in float32
-assert torch.equal(got, want), f"got {got[0, :4].tolist()}..., expected {want[0, :4].tolist()}... (values from offset 0)"
+assert torch.equal(got, want), \
+    f"got {got[0, :4].tolist()}..., expected {want[0, :4].tolist()}... (values from offset 0)"
 print("no failure: the bug does not reproduce on this torch")

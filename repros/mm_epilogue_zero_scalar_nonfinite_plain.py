@@ -13,7 +13,8 @@ import torch._inductor.config
 
 print("torch", torch.__version__, "| CUDA", torch.version.cuda, "|", torch.cuda.get_device_name())
 torch._inductor.config.max_autotune_gemm_backends = "TRITON"  # the template (ATen's extern kernel is right)
-a, b, bias = torch.randn(2, 8, 32, device="cuda"), torch.randn(2, 32, 16, device="cuda"), torch.randn(2, 8, 16, device="cuda")
+a, b = torch.randn(2, 8, 32, device="cuda"), torch.randn(2, 32, 16, device="cuda")
+bias = torch.randn(2, 8, 16, device="cuda")
 a[0, 0, 0] = float("inf")
 
 

@@ -39,7 +39,8 @@ def standalone(wrapper: str, inputs: dict) -> str:
     helpers = [ln for ln in source.splitlines() if ln.startswith("from torch._inductor.runtime")
                and any(w in body for w in ("triton_helpers", "libdevice", "tl_math"))]
     graph_inputs = [f"{arg} = " + next(n for n, t in inputs.items()
-                                       if (tuple(t.shape), t.stride()) == (ast.literal_eval(size), ast.literal_eval(stride)))
+                                       if (tuple(t.shape), t.stride())
+                                       == (ast.literal_eval(size), ast.literal_eval(stride)))
                     for arg, size, stride in SIZE_STRIDE.findall(wrapper)]
     buffers = [f"{buf} = torch.empty_strided({size}, {stride}, dtype={dtype}, device='cuda')"
                for buf, size, stride, dtype in BUFFER.findall(wrapper)]
@@ -68,7 +69,8 @@ if __name__ == "__main__":
     tensors = {k: namespace[k] for k in ("bias", "a", "b")}
     with torch._inductor.config.patch({"max_autotune": True, "max_autotune_gemm_backends": "TRITON",
                                        "fx_graph_cache": False,
-                                       "test_configs.autotune_choice_desc_regex": "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16"}):
+                                       "test_configs.autotune_choice_desc_regex":
+                                           "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16"}):
         _, codes = run_and_get_code(torch.compile(lambda x, y, z: torch.addmm(x, y, z, alpha=2.0, beta=2.0)),
                                     tensors["bias"], tensors["a"], tensors["b"])
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -76,4 +78,4 @@ if __name__ == "__main__":
     script = out_dir / "triton_mm_standalone.py"
     script.write_text(standalone("\n".join(codes), tensors))
     print(f"wrote {script}; running it:", flush=True)
-    sys.exit(subprocess.run([sys.executable, str(script)]).returncode)
+    sys.exit(subprocess.run([sys.executable, str(script)], check=False).returncode)

@@ -53,7 +53,7 @@ class TensorSpec:
         """Elements the backing storage needs so that the view stays in bounds."""
         if any(d == 0 for d in self.shape):
             return self.offset
-        return self.offset + 1 + sum((d - 1) * s for d, s in zip(self.shape, self.stride))
+        return self.offset + 1 + sum((d - 1) * s for d, s in zip(self.shape, self.stride, strict=True))
 
     def to_json(self) -> dict[str, Any]:
         return {"shape": list(self.shape), "stride": list(self.stride), "offset": self.offset, "dtype": self.dtype}

@@ -60,10 +60,12 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
     if op in ("bmm", "baddbmm"):
         inputs = [draw(strided((batch, m, k), dtype, kinds)), draw(strided((batch, k, n), dtype, kinds))]
     elif op == "matmul":  # broadcast batch dims
-        a_batch, b_batch = draw(st.sampled_from((((batch,), ()), ((), (batch,)), ((batch,), (1,)), ((2, batch), (batch,)))))
+        a_batch, b_batch = draw(st.sampled_from((((batch,), ()), ((), (batch,)), ((batch,), (1,)),
+                                                  ((2, batch), (batch,)))))
         inputs = [draw(strided((*a_batch, m, k), dtype, kinds)), draw(strided((*b_batch, k, n), dtype, kinds))]
     elif op == "scaled_mm":  # fp8: A row-major, B column-major, tensor-wise or row-wise float32 scales
-        b_dtype = draw(st.sampled_from(("float8_e4m3fn", "float8_e5m2"))) if dtype == "float8_e4m3fn" else "float8_e4m3fn"
+        b_dtype = draw(st.sampled_from(("float8_e4m3fn", "float8_e5m2"))) if dtype == "float8_e4m3fn" \
+            else "float8_e4m3fn"
         rowwise = draw(st.booleans())
         inputs = [draw(strided((m, k), dtype, kinds)), TensorSpec((k, n), (1, k), 0, b_dtype),
                   TensorSpec((m, 1), (1, 1), 0, "float32") if rowwise else TensorSpec((), (), 0, "float32"),
@@ -163,7 +165,7 @@ def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str
     second: tuple[TensorSpec, ...] = ()
     if mode == "second_call" or draw(st.booleans()):
         new = draw(dims(MAX_DIM[device] // 2 if family != "B" else 9, min_m if family == "M" else 1))
-        if family in ("N", "K") or family == "M" and min_m > 1:  # min_m > 1: CUDA int_mm, M a multiple too
+        if family in ("N", "K") or (family == "M" and min_m > 1):  # min_m > 1: CUDA int_mm, M a multiple too
             new = max(multiple, new - new % multiple)
         if new != sizes[family]:
             second = draw(_resized(op, inputs, family, sizes[family], new, kinds, frozen))
@@ -176,8 +178,8 @@ def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[Te
     a, b = inputs[0].shape, inputs[1].shape
     m, n, k = a[-2], b[-1], min(t.shape[-1] for t in inputs[:: 2][:2]) if op == "mm_plus_mm" else a[-1]
     if backend == "CPP":  # matmul is a bmm only when both operands carry the same batch, else it folds into mm
-        bmm = op == "bmm" or op == "matmul" and len(a) >= 3 and len(b) >= 3 and a[:-2] == b[:-2]
-        return device == "cpu" and 0 not in (m, n, k) and (bmm or frozen and op in ("mm", "addmm", "matmul"))
+        bmm = op == "bmm" or (op == "matmul" and len(a) >= 3 and len(b) >= 3 and a[:-2] == b[:-2])
+        return device == "cpu" and 0 not in (m, n, k) and (bmm or (frozen and op in ("mm", "addmm", "matmul")))
     if backend == "TRITON":
         short_k = op in ("mm_plus_mm", "scaled_mm") and k <= 16
         return device == "cuda" and m > 0 and n > 0 and op != "mm_out_dtype" and not short_k \
@@ -219,7 +221,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     multiple = 16 if op == "scaled_mm" or on_cuda_int else 1
     min_m = 32 if on_cuda_int else 1
     m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple, min_m=min_m,
-                               allow_zero=op not in ("int_mm", "scaled_mm"), m_multiple_of=multiple if on_cuda_int else 1))
+                               allow_zero=op not in ("int_mm", "scaled_mm"),
+                               m_multiple_of=multiple if on_cuda_int else 1))
     batch = draw(dims(9))
     value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
@@ -273,8 +276,8 @@ def case_features(case: Case) -> set[str]:
     out |= {"zero-size"} if any(0 in t.shape for t in case.inputs) else set()
     out |= {"dynamic"} if case.dynamic else set()
     out |= {f"mark_dynamic:{_dim_roles(case.op, i, len(case.inputs[i].shape))[d]}" for i, d in case.mark_dynamic}
-    out |= {f"second_call:{role}" for i, (t, u) in enumerate(zip(case.inputs, case.second_call))
-            for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape) if a != b}
+    out |= {f"second_call:{role}" for i, (t, u) in enumerate(zip(case.inputs, case.second_call, strict=False))
+            for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape, strict=False) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
     if case.dynamic or case.mark_dynamic or case.second_call:

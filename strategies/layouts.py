@@ -40,6 +40,7 @@ def strided(draw: st.DrawFn, shape: tuple[int, ...], dtype: str,
             outer.insert(0, acc)
             acc *= max(b, 1)
         strides = (*outer, *inner)
-    strides = tuple(draw(st.integers(0, 7)) if d == 1 and draw(st.booleans()) else s for d, s in zip(shape, strides))
+    strides = tuple(draw(st.integers(0, 7)) if d == 1 and draw(st.booleans()) else s
+                    for d, s in zip(shape, strides, strict=True))
     offset = draw(st.integers(1, 17)) if kind == "offset" else 0
     return TensorSpec(shape, strides, offset, dtype)

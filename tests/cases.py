@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from fuzz.bugs.known_bugs import KNOWN_BUGS
-from strategies.case import Case, TensorSpec
-from strategies.case import contiguous_strides
 import pytest
 import torch
 
+from fuzz.bugs.known_bugs import KNOWN_BUGS
+from strategies.case import Case, TensorSpec, contiguous_strides
 
 CRASH = {"oracle": "crash", "severity": "crash", "signature": "crash:IndexError:kernel/mm.py:tuned_addmm",
          "message": "addmm: eager ran, compiled raised IndexError: list index out of range"}

@@ -9,13 +9,12 @@ import warnings
 from collections.abc import Callable
 
 import pytest
+import torch
 from hypothesis import event, reject, target
 from hypothesis.control import current_build_context
 
-import torch
-
-from fuzz.bugs.known_bugs import KNOWN_BUGS, process_killer
 from fuzz.bugs.entry import ATEN, KnownBug
+from fuzz.bugs.known_bugs import KNOWN_BUGS, process_killer
 from fuzz.run.session import FuzzSession, Verdict
 from oracles.model import Observation
 from oracles.numerics import error_ratio
@@ -38,7 +37,8 @@ def observation_features(verdict: Verdict) -> set[str]:
     """Labels of what compiling the case did: where flexible layouts ended up, why it was rejected."""
     obs = verdict.observation
     backends = obs.case.config_dict.get("max_autotune_gemm_backends", "default")
-    out = {f"flexible-layout:{'changed' if p.changed else 'kept'}:{p.op}:{backends}" for p in obs.placements if p.flexible}
+    out = {f"flexible-layout:{'changed' if p.changed else 'kept'}:{p.op}:{backends}"
+           for p in obs.placements if p.flexible}
     if verdict.rejected:
         out.add(f"rejected: {rejection_reason(obs)}")
     return out

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from fuzz.engine import rounds
 from fuzz.engine.workers import Outcome
-from typing import Any
-import time
 
 
 class FakeWorker:

@@ -12,7 +12,6 @@ from oracles.numerics import AGREES_PREFIX, wrong_elements
 from strategies.case import Case
 
 
-
 @dataclasses.dataclass(frozen=True)
 class KnownBug:
     name: str
@@ -85,7 +84,6 @@ BATCHED_OPS = ("bmm", "baddbmm", "matmul")
 HALF = ("bfloat16", "float16")
 WRONG_VALUES = r"(exact-mismatch|tolerance|nonfinite)"  # the numerics signatures of a wrong value
 EAGER_AGREED = f"({re.escape(AGREES_PREFIX)})"  # eager agrees: an ATen bug's signature, optional
-
 
 
 EAGER_AGREES = KnownBug(

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fuzz.bugs.entry import ATEN, EAGER_AGREED, HALF, TEMPLATE, WRONG_VALUES, KnownBug, nan_where_finite
 from oracles.model import OutputCheck, Violation
 from strategies.case import Case, TensorSpec
 
-from fuzz.bugs.entry import (
-    ATEN, TEMPLATE,
-    EAGER_AGREED, HALF, KnownBug, WRONG_VALUES, nan_where_finite,
-)
+# ruff's isort puts one name a line: these 27 would push the registry past the 400-line limit
+# isort: off
 from fuzz.bugs.regions import (
     CPP_COMPILE_ERROR, MKL_M0_PACK_MIN_WEIGHT, TRITON_BLOCK_K_128, backends, bf16_batched_odd_k_nonfinite,
     bf16_nonfinite_on_amx, calls, cpu_cpp_batched, cpu_half_baddbmm, dense_int_mm_operands, frozen_cpp,
@@ -28,6 +27,7 @@ from fuzz.bugs.regions import (
     span, static, triton_small_m_half_addmm, unfrozen, weight_at_offset_zero, with_config, with_input,
     without_backend, without_cat_mm_rows, without_triton_block_k_128,
 )
+# isort: on
 
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
@@ -35,7 +35,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         name="mm-out-dtype-row-vector-dtype",
         oracles=("numerics",),
         signatures=(r"output-meta:mm_out_dtype(@.+)?",),
-        applies=lambda c: (c.device == "cuda" and c.op == "mm_out_dtype" and bool(c.config_dict.get("coordinate_descent_tuning"))
+        applies=lambda c: (c.device == "cuda" and c.op == "mm_out_dtype"
+                           and bool(c.config_dict.get("coordinate_descent_tuning"))
                            and any(min(a.shape[0], b.shape[1]) <= 1 for a, b, *_ in calls(c))),
         untrigger=with_config(coordinate_descent_tuning=False),
         tracking="repros/mm_out_dtype_row_vector_dtype.py (not yet filed upstream): with coordinate-descent "
@@ -132,10 +133,11 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=(rf"{EAGER_AGREED}?{WRONG_VALUES}:int_mm:\w+(@aten::_int_mm)?",),  # any consumer chain
         applies=int_mm_short_leading_dim,
         untrigger=dense_int_mm_operands,
-        tracking="https://github.com/pytorch/pytorch/issues/195066 (fix PR https://github.com/pytorch/pytorch/pull/194682; "
-                 "repros/eager_int_mm_expanded_operand.py): ATen's CPU _int_mm returns garbage when an operand's "
-                 "leading dimension is shorter than its rows (hosts whose oneDNN int8 GEMM path takes it; not AMD Zen 3 "
-                 "with AVX2 only); compiled code inherits it through the extern kernel",
+        tracking="https://github.com/pytorch/pytorch/issues/195066 (fix PR "
+                 "https://github.com/pytorch/pytorch/pull/194682; repros/eager_int_mm_expanded_operand.py): ATen's "
+                 "CPU _int_mm returns garbage when an operand's leading dimension is shorter than its rows (hosts "
+                 "whose oneDNN int8 GEMM path takes it; not AMD Zen 3 with AVX2 only); compiled code inherits it "
+                 "through the extern kernel",
         torch_versions=("2.11", "2.13"),
         devices=("cpu",),
         lives_in=ATEN,
@@ -174,7 +176,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash",),
         signatures=(r"crash:ModuleNotFoundError:select_algorithm\.py:\w+", r"crash:TypeError:select_algorithm\.py:\w+"),
         messages=(r"No module named 'triton'", r"as_strided\(\): argument 'stride'"),
-        applies=lambda c: c.device == "cpu" and "CPP" in backends(c) and bool(c.second_call or c.dynamic or c.mark_dynamic),
+        applies=lambda c: (c.device == "cpu" and "CPP" in backends(c)
+                           and bool(c.second_call or c.dynamic or c.mark_dynamic)),
         untrigger=static,
         tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
                  "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
@@ -210,7 +213,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash", "numerics", "template_presence"),
         signatures=CPP_COMPILE_ERROR,
         messages=(r"division by zero", r"failed to (compile|run)"),
-        applies=lambda c: frozen_cpp(c) and not (c.dynamic or c.mark_dynamic) and any(a.shape[-2] == 0 for a, *_ in calls(c)),
+        applies=lambda c: (frozen_cpp(c) and not (c.dynamic or c.mark_dynamic)
+                           and any(a.shape[-2] == 0 for a, *_ in calls(c))),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_frozen_m0_compile_error.py (not yet filed upstream; found by the README's CPU "
                  "campaign): with M == 0 the kernel's constexpr Mc_blocks is 0 and num_Mc_blocks divides by it",
@@ -235,8 +239,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash",),
         signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
         messages=(r"could not create a primitive descriptor",),
-        applies=lambda c: 0 in c.inputs[1].shape and (frozen_linear(c, HALF) or frozen_linear(c, ("float32",))
-                                                      and bool(c.dynamic or c.mark_dynamic or c.second_call)),
+        applies=lambda c: 0 in c.inputs[1].shape and (frozen_linear(c, HALF) or (frozen_linear(c, ("float32",))
+                                                      and bool(c.dynamic or c.mark_dynamic or c.second_call))),
         untrigger=unfrozen,
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
                  "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
@@ -275,7 +279,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=(r"crash:AssertionError:codegen/cpp_template_kernel\.py:\w+", r"crash:ZeroDivisionError:[\w/.]+:\w+",
                     r"crash:TypeError:codegen/cpp_gemm_template\.py:get_cache_blocking"),
         messages=(r"View\(", r"division by zero|modulo by zero", r"Cannot convert complex to float"),
-        applies=lambda c: cpu_cpp_batched(c) and any(0 in (a.shape[-2], a.shape[-1], b.shape[-1]) for a, b, *_ in calls(c)),
+        applies=lambda c: (cpu_cpp_batched(c)
+                           and any(0 in (a.shape[-2], a.shape[-1], b.shape[-1]) for a, b, *_ in calls(c))),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
                  "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError (with K == 0 "
@@ -317,7 +322,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=lambda c: (cpu_cpp_batched(c) and c.op == "bmm" and not c.dynamic and len(c.inputs[0].shape) == 3
                            and c.inputs[0].shape[0] == 1 and c.inputs[0].stride[0] != span(c.inputs[0])
                            and any(i == 0 for i, _ in c.mark_dynamic)),
-        untrigger=lambda c: with_input(c, 0, lambda t: TensorSpec(t.shape, (span(t), *t.stride[1:]), t.offset, t.dtype)),
+        untrigger=lambda c: with_input(c, 0,
+                                       lambda t: TensorSpec(t.shape, (span(t), *t.stride[1:]), t.offset, t.dtype)),
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream; the same cause, "
                  "found by a CPU campaign): x has one batch whose stride is not the dense one and a marked-dynamic "
                  "dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
@@ -344,9 +350,9 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         messages=(r"list index out of range",),
         applies=lambda c: c.op == "addmm" and c.inputs[2].shape == (),
         untrigger=scalar_to_vector_bias,
-        tracking="https://github.com/pytorch/pytorch/issues/197107 (fix PR https://github.com/pytorch/pytorch/pull/197214; "
-                 "repros/addmm_scalar_bias_indexerror.py): tuned_addmm reads inp.get_stride()[0] before checking the "
-                 "bias rank",
+        tracking="https://github.com/pytorch/pytorch/issues/197107 (fix PR "
+                 "https://github.com/pytorch/pytorch/pull/197214; repros/addmm_scalar_bias_indexerror.py): "
+                 "tuned_addmm reads inp.get_stride()[0] before checking the bias rank",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),
@@ -382,4 +388,3 @@ def candidates(violations: list[Violation], case: Case, torch_version: str,
     found = checks or {}
     return [(v, next((b for b in registry if b.matches(v, case, torch_version) and b.fits(v, found.get(v.output))),
                      None)) for v in violations]
-

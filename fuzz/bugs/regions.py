@@ -8,9 +8,8 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from strategies.case import Case, TensorSpec, contiguous_strides
-
 from fuzz.bugs.entry import BATCHED_OPS, DEFAULT_BACKENDS, HALF
+from strategies.case import Case, TensorSpec, contiguous_strides
 
 
 def backends(case: Case) -> list[str]:
@@ -56,7 +55,7 @@ def calls(case: Case) -> list[tuple[TensorSpec, ...]]:
 
 def span(t: TensorSpec) -> int:
     """The dense stride of dim 0: the extent of one slice along it (dims 1..)."""
-    return max([n * st for n, st in zip(t.shape[1:], t.stride[1:])] + [1])
+    return max([n * st for n, st in zip(t.shape[1:], t.stride[1:], strict=True)] + [1])
 
 
 def cpu_half_baddbmm(case: Case) -> bool:
@@ -113,7 +112,8 @@ def in_float32(case: Case) -> Case:
 
 
 def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
-    return case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm") and case.inputs[0].dtype in dtypes
+    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm")
+            and case.inputs[0].dtype in dtypes)
 
 
 def _short_leading_dimension(t: TensorSpec) -> bool:
@@ -187,5 +187,3 @@ fails, or autotuning drops the CPP choice (with ATen in the set)."""
 def with_config(**changes: object) -> Callable[[Case], Case]:
     """Untrigger: the same case with these inductor config keys set."""
     return lambda case: replace(case, config={**case.config_dict, **changes})
-
-

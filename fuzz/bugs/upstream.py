@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.store.findings import Finding, now
 from fuzz.export.plain_repro import plain_summary
+from fuzz.store.findings import Finding, now
+
 
 @dataclasses.dataclass(frozen=True)
 class RootCause:

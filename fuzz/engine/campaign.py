@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.coordinator import Coordinator
+from fuzz.engine.workers import usable_cpus, visible_gpu_ids
 from fuzz.store.findings import CAMPAIGN_FILE, FindingsStore, load_campaign, now, write_json_atomic
 from fuzz.store.shared_store import SAMPLES_FILE, StoreError, StoreSync, is_url, open_store, read_samples
-from fuzz.engine.workers import usable_cpus, visible_gpu_ids
 
 
 class CampaignError(Exception):

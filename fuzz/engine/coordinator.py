@@ -25,11 +25,11 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from fuzz.store.findings import CAMPAIGN_FILE, Finding, FindingsStore, now, write_json_atomic
-from fuzz.tools.progress import Progress
 from fuzz.engine.rounds import LOG_DIR
-from fuzz.store.shared_store import SAMPLES_FILE, StoreSync
 from fuzz.engine.workers import Child, spawn_python, usable_cpus
+from fuzz.store.findings import CAMPAIGN_FILE, Finding, FindingsStore, now, write_json_atomic
+from fuzz.store.shared_store import SAMPLES_FILE, StoreSync
+from fuzz.tools.progress import Progress
 
 SAMPLE_S = 30.0
 STOP_GRACE_S = 30.0

@@ -112,7 +112,8 @@ def _narrow_config_lists(case: CaseJson, attempt: Callable[[CaseJson], bool], re
             continue
         items = value.split(",")
         config = case["config"]
-        kept = ddmin(items, lambda xs, k=key: bool(xs) and attempt({**case, "config": {**config, k: ",".join(xs)}}))
+        kept = ddmin(items, lambda xs, k=key, c=case, cfg=config: bool(xs)
+                     and attempt({**c, "config": {**cfg, k: ",".join(xs)}}))
         if kept and len(kept) < len(items):
             report.dropped += [f"config.{key}:{item}" for item in items if item not in kept]
             case = {**case, "config": {**case["config"], key: ",".join(kept)}}
@@ -124,7 +125,7 @@ def _drop_list_elements(case: CaseJson, attempt: Callable[[CaseJson], bool], rep
         value = case[field]
         if field in PROTECTED or not isinstance(value, list) or not value:
             continue
-        kept = ddmin(range(len(value)), lambda idx, f=field, v=value: attempt({**case, f: [v[i] for i in idx]}))
+        kept = ddmin(range(len(value)), lambda idx, f=field, v=value, c=case: attempt({**c, f: [v[i] for i in idx]}))
         if len(kept) < len(value):
             report.dropped += [f"{field}[{i}]={value[i]!r}" for i in range(len(value)) if i not in kept]
             case = {**case, field: [value[i] for i in kept]}

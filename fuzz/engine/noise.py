@@ -80,7 +80,7 @@ def noise(budget_s: float, seeds: Sequence[int], root: Path, device: str,
     log(f"noise: {len(seeds)} clean campaign(s) of {budget_s:g}s on {device}, seeds "
         f"{', '.join(map(str, seeds))}, in {root.resolve()} (each campaign's output in seed-N.log)")
     runs = []
-    for seed, out in zip(seeds, outs):
+    for seed, out in zip(seeds, outs, strict=True):
         runs.append(run_one(budget_s, seed, out, device))
         for line in runs[-1].lines():
             log(line)

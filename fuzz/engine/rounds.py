@@ -38,8 +38,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TextIO
 
-from fuzz.store.sightings import rejected, sightings
 from fuzz.engine.workers import Executor, Outcome, WorkerStartError, child_connections
+from fuzz.store.sightings import rejected, sightings
 
 LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"

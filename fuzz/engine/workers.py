@@ -26,9 +26,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from fuzz.probe.catalogue_cache import CATALOGUE_DIR_ENV
 from fuzz.engine.children import become_child, popen_python
 from fuzz.engine.zygote import ForkedProcess, Zygote
+from fuzz.probe.catalogue_cache import CATALOGUE_DIR_ENV
 
 GPU_LOCK_ENV = "MM_FUZZ_GPU_BENCHMARK_LOCK"
 """The lock file the workers of one GPU time kernels under (fuzz.probe.speedups.serialize_gpu_benchmarks)."""
@@ -191,8 +191,8 @@ class Executor:
         zygote = self._zygote()
         if zygote is not None:
             with contextlib.suppress(OSError):  # the zygote died: this worker starts fresh, the next gets a new one
-                return _start_child(log_path, lambda read_fd, write_fd: zygote.fork("fuzz.engine.workers.worker_main", read_fd,
-                                                                                     write_fd, log_path))
+                return _start_child(log_path, lambda read_fd, write_fd: zygote.fork(
+                    "fuzz.engine.workers.worker_main", read_fd, write_fd, log_path))
         return spawn_python("fuzz.engine.workers.worker_main", self.env(), log_path)
 
     def _zygote(self) -> Zygote | None:

@@ -98,6 +98,7 @@ def nice_ticks(top: float, most: int = 5) -> list[float]:
     step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
     return [round(i * step, 10) for i in range(math.ceil(top / step - 1e-9) + 1)] or [0.0, step]
 
+
 def _esc(text: Any) -> str:
     return html_lib.escape(str(text), quote=True)
 

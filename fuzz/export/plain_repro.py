@@ -33,9 +33,9 @@ from typing import Any
 
 import torch
 
-from fuzz.run import programs
-from fuzz.engine.children import REPO_ROOT, run_bounded
 from fuzz.bugs.entry import DEFAULT_BACKENDS
+from fuzz.engine.children import REPO_ROOT, run_bounded
+from fuzz.run import programs
 from fuzz.run.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
 from strategies.case import Case, TensorSpec, contiguous_strides
 
@@ -154,9 +154,10 @@ def _input(case: Case, spec: TensorSpec, index: int, seeded: bool) -> str:
             ".transpose(-1, -2)" if perm == list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2] else \
             f".permute{tuple(perm)}"
         return _draw(case, spec, index, base, seeded) + view
-    unexpanded = tuple(1 if s == 0 else d for d, s in zip(shape, stride))
-    if spec.offset == 0 and 0 in stride and all(d > 1 if s == 0 else d for d, s in zip(shape, stride)) and \
-            stride == tuple(0 if s == 0 else c for s, c in zip(stride, contiguous_strides(unexpanded))):
+    unexpanded = tuple(1 if s == 0 else d for d, s in zip(shape, stride, strict=True))
+    if spec.offset == 0 and 0 in stride \
+            and all(d > 1 if s == 0 else d for d, s in zip(shape, stride, strict=True)) and \
+            stride == tuple(0 if s == 0 else c for s, c in zip(stride, contiguous_strides(unexpanded), strict=True)):
         return _draw(case, spec, index, unexpanded, seeded) + f".expand{shape}"
     return _draw(case, spec, index, (spec.storage_size(),), seeded) + f".as_strided({shape}, {stride}, {spec.offset})"
 
@@ -235,26 +236,32 @@ def _make_inputs(name: str, statements: list[str], n: int) -> list[str]:
 _CHECKS = {
     EXACT: ["def check(got, args):  # exact-integer inputs: every product and partial sum is exact",
             "    for g, w in zip(got, {ref}(*[x.double() for x in args])):",
-            "        assert torch.equal(g.double(), w), f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
-            "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, exact {{w.flatten()[:4].tolist()}}\""],
+            "        assert torch.equal(g.double(), w), "
+            "f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
+            "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, "
+            "exact {{w.flatten()[:4].tolist()}}\""],
     BOUND: ["def check(got, args, f=torch.finfo(torch.{dtype})):  # against float64 (f: the op's dtype), within the "
             "worst case of float32 accumulation",
-            "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), {mag}(*[x.double().abs() for x in args])):",
+            "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), "
+            "{mag}(*[x.double().abs() for x in args])):",
             "        tol = 4 * ((args[0].shape[-1] + 2) * 2.0**-24 + f.eps) * m + f.tiny * f.eps  # float32 sums of K "
             "terms + rounding to f, x4 for the steps after",
-            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  # may overflow, NaN/inf: not judged",
+            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  "
+            "# may overflow, NaN/inf: not judged",
             "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements are off by more than the bound\""],
-    NONFINITE: ["def check(got, args, f=torch.finfo(torch.{dtype})):  # NaN and inf where float64 has them, nowhere else",
-                "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), {mag}(*[x.double().abs() for x in args])):",
+    NONFINITE: ["def check(got, args, f=torch.finfo(torch.{dtype})):  "
+                "# NaN and inf where float64 has them, nowhere else",
+                "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), "
+                "{mag}(*[x.double().abs() for x in args])):",
                 "        g, fits = g.double(), torch.isfinite(w) & (m <= f.max / 2)  # elsewhere a kernel may overflow",
                 "        bad = int(((g.isnan() != w.isnan()) & (fits | ~torch.isfinite(w)) | w.isinf() & (g != w)"
                 " | fits & g.isinf()).sum())",
-                "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements have NaN/inf where float64 has not, or miss"
-                " its own\""],
+                "        assert bad == 0, "
+                "f\"{{bad}} of {{w.numel()}} elements have NaN/inf where float64 has not, or miss its own\""],
     STRIDES: ["def check(got, args):  # against eager: shapes, dtypes and the strides of dims longer than 1",
               "    for g, e in zip(got, program(*args)):",
-              "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
-              "{{e.dtype}}\"",
+              "        assert (g.shape, g.dtype) == (e.shape, e.dtype), "
+              "f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} {{e.dtype}}\"",
               "        used = [i for i, n in enumerate(e.shape) if n > 1]",
               "        assert [g.stride(i) for i in used] == [e.stride(i) for i in used], f\"strides {{g.stride()}} vs "
               "eager's {{e.stride()}}\""],
@@ -308,7 +315,7 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
         weights = ", ".join(f"x{i}" for i in range(1, n))
         lines += ["", "class Model(torch.nn.Module):  # the weights are frozen (constant) parameters",
                   f"    def __init__(self, {weights}):", "        super().__init__()",
-                  f"        self.x1 = torch.nn.Parameter(x1, requires_grad=False)" if n == 2 else
+                  "        self.x1 = torch.nn.Parameter(x1, requires_grad=False)" if n == 2 else
                   f"        {', '.join(f'self.x{i}' for i in range(1, n))} = "
                   f"(torch.nn.Parameter(x, requires_grad=False) for x in ({weights}))", "",
                   "    def forward(self, x0):",
@@ -554,7 +561,8 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
             fails(promoted := found.without("max_autotune").replace(mode="max-autotune")):
         found = promoted  # the spelling users write: torch.compile(..., mode="max-autotune")
     if found is not None and kind in VALUE_CHECKS and _autotuned(found) and len(_backends(found)) > 1 \
-            and template in _backends(found) and fails(pinned := found.with_key("max_autotune_gemm_backends", template)):
+            and template in _backends(found) \
+            and fails(pinned := found.with_key("max_autotune_gemm_backends", template)):
         found = pinned
     again = timed_run(found) if found is not None else None
     confirmed = again is not None and same_failure(again, violation)

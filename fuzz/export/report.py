@@ -14,15 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fuzz.store.findings import (
-    Finding,
-    campaign_totals,
-    drawn_from,
-    now,
-    repro_state,
-    write_json_atomic,
-)
 from fuzz.bugs.entry import EAGER_AGREES_NAME
+from fuzz.store.findings import Finding, campaign_totals, drawn_from, now, repro_state, write_json_atomic
 from fuzz.tools.progress import clock, plural
 
 
@@ -96,7 +89,8 @@ def junit_xml(summary: dict[str, Any]) -> str:
     suites = ET.Element("testsuites", name="mm-autotune-fuzz")
     suite = ET.SubElement(suites, "testsuite", name="mm-autotune-fuzz campaign",
                           tests=str(1 + summary["distinct_findings"]), failures=str(summary["new_findings"]),
-                          skipped=str(summary["known_findings"] + summary["eager_agrees_findings"]), errors="0", time=f"{t['seconds']:.1f}",
+                          skipped=str(summary["known_findings"] + summary["eager_agrees_findings"]), errors="0",
+                          time=f"{t['seconds']:.1f}",
                           timestamp=_junit_time(summary["generated"]),
                           hostname=",".join(summary["hosts"]) or socket.gethostname())
     props = ET.SubElement(suite, "properties")
@@ -199,7 +193,8 @@ def write_reports(out: Path, findings: Sequence[Finding], records: Sequence[dict
     summary = summarize(findings, records, samples)
     paths = [out / "report.json", out / "report.xml", out / "report.md", out / "report.html"]
     write_json_atomic(paths[0], summary)
-    for path, text in zip(paths[1:], (junit_xml(summary), markdown(summary), html(summary, paths[3].parent))):
+    texts = (junit_xml(summary), markdown(summary), html(summary, paths[3].parent))
+    for path, text in zip(paths[1:], texts, strict=True):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return paths

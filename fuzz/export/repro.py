@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.children import REPO_ROOT, run_bounded
-from fuzz.store.findings import PROCESS_ORACLE, Finding, FindingsStore, now
 from fuzz.engine.workers import cache_root
+from fuzz.store.findings import PROCESS_ORACLE, Finding, FindingsStore, now
 
 SUITE_PACKAGES = ("fuzz", "oracles", "strategies")
 ENTRY_MODULES = ("fuzz.run.session",)
@@ -126,7 +126,8 @@ def _plain_torch(case: Any) -> list[str]:
     with contextlib.suppress(Exception):
         from fuzz.run import programs
 
-        lines += ["program (after fuzz.run.programs.source):", *("    " + ln for ln in programs.source(case).splitlines())]
+        lines += ["program (after fuzz.run.programs.source):",
+                  *("    " + ln for ln in programs.source(case).splitlines())]
     if not lines:
         lines.append(f"op: {data['op']} with parameters {data['params']}")
     lines.append("inputs, each a view torch.as_strided(storage, size, stride, offset) of a fresh storage:")

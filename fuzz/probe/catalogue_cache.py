@@ -15,9 +15,9 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from fuzz.probe.observe import ObserverUnavailable
@@ -59,8 +59,8 @@ def template_catalogue(prelude: str = "") -> dict[str, dict[str, str | None]]:
     and the sha256 of the source it was built from (captured as the template was constructed).
 
     `prelude` runs before inductor's templates are imported (tests use it to plant bugs)."""
-    proc = subprocess.run([sys.executable, "-c", _CATALOGUE_SCRIPT, prelude], capture_output=True, text=True,
-                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", _CATALOGUE_SCRIPT, prelude], check=False, capture_output=True,
+                          text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise ObserverUnavailable(f"could not list inductor's Triton templates in a fresh process: {last}")
@@ -68,7 +68,6 @@ def template_catalogue(prelude: str = "") -> dict[str, dict[str, str | None]]:
     if not catalogue:
         raise ObserverUnavailable("inductor defines no Triton templates on this torch: src_hash cannot be checked")
     return catalogue
-
 
 
 def inductor_fingerprint() -> str:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 import traceback
 
-
 from oracles.model import Failure
-
 
 NO_VALID_CHOICES = {"No choices exist": "no-choices", "All choices failed to compile": "all-failed-to-compile"}
 """NoValidChoicesError's reasons (select_algorithm.py); a bare one means every benchmark failed."""
@@ -41,8 +39,8 @@ def innermost_frame(exc: BaseException) -> traceback.FrameSummary | None:
     """The innermost torch/_inductor frame (else the innermost torch frame) across the cause chain."""
     frames = [fs for e in _cause_chain(exc) for fs in traceback.extract_tb(e.__traceback__)]
     paths = [fs.filename.replace(os.sep, "/") for fs in frames]
-    return next((fs for fs, p in zip(reversed(frames), reversed(paths)) if "torch/_inductor/" in p),
-                next((fs for fs, p in zip(reversed(frames), reversed(paths)) if "/torch/" in p), None))
+    return next((fs for fs, p in zip(reversed(frames), reversed(paths), strict=True) if "torch/_inductor/" in p),
+                next((fs for fs, p in zip(reversed(frames), reversed(paths), strict=True) if "/torch/" in p), None))
 
 
 def describe_failure(exc: BaseException) -> Failure:

@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from oracles.model import ChoiceRecord, Gate, LoweredNode, Operand, Placement, SelectionEvent
 from fuzz.probe.inductor import inductor_config_keys
+from oracles.model import ChoiceRecord, Gate, LoweredNode, Operand, Placement, SelectionEvent
 from strategies.case import contiguous_strides
 
 MM_FAMILY_TARGETS = frozenset({
@@ -107,7 +107,7 @@ def record_choice(choice: Any) -> ChoiceRecord:
                         description=description)
 
 
-def _post_grad_probe(rec: "Recording") -> Any:
+def _post_grad_probe(rec: Recording) -> Any:
     """A CustomGraphPass that only records which mm-family nodes reached lowering."""
     from torch._inductor.custom_graph_pass import CustomGraphPass
 
@@ -145,7 +145,7 @@ class Recording:
 
         hint = graph.sizevars.optimization_hint if hasattr(graph.sizevars, "optimization_hint") \
             else graph.sizevars.size_hint
-        for g, op, buffer, flexible in [u for u in self.unplaced if u[0] is graph]:
+        for _, op, buffer, flexible in [u for u in self.unplaced if u[0] is graph]:
             name = buffer.get_name()
             layout = graph.name_to_buffer.get(name, buffer).get_output_spec()
             storage = name
@@ -153,8 +153,8 @@ class Recording:
                 storage, layout = layout.view.data.get_name(), layout.view.get_layout()
             size = [int(hint(s)) for s in layout.size]
             stride = tuple(int(hint(s)) for s in layout.stride)
-            contiguous = [s for s, n in zip(stride, size) if n > 1] == \
-                [s for s, n in zip(contiguous_strides(tuple(size)), size) if n > 1]
+            contiguous = [s for s, n in zip(stride, size, strict=True) if n > 1] == \
+                [s for s, n in zip(contiguous_strides(tuple(size)), size, strict=True) if n > 1]
             self.placements.append(Placement(op, name, storage, stride, int(hint(layout.offset)), flexible, contiguous))
         self.unplaced = [u for u in self.unplaced if u[0] is not graph]
 
@@ -201,10 +201,10 @@ class KeepChoice:
 
     def pick(self, offered: list[Any], records: list[ChoiceRecord]) -> tuple[list[Any], bool]:
         """(the choices left, whether that is the very choice)."""
-        same = [c for c, r in zip(offered, records) if _same_config(r, self.choice)]
+        same = [c for c, r in zip(offered, records, strict=True) if _same_config(r, self.choice)]
         if len(same) > self.rank:
             return [same[self.rank]], True
-        family = [c for c, r in zip(offered, records) if r.template == self.choice.template]
+        family = [c for c, r in zip(offered, records, strict=True) if r.template == self.choice.template]
         return family[:1] or offered, False
 
 
@@ -299,7 +299,8 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
             gate = gate_now(device_type)
             out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
             rec.selections.append(SelectionEvent("template_configs", op_name, tuple(record_choice(c) for c in out),
-                                                 gate, rec.graphs - 1, tuple(_operand(n) for n in kernel_inputs.nodes())))
+                                                 gate, rec.graphs - 1,
+                                                 tuple(_operand(n) for n in kernel_inputs.nodes())))
             return out
 
     def before_autotune(choices: list[Any]) -> list[Any]:
@@ -326,8 +327,8 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
     select_algorithm.add_preprocessing_fn(before_autotune)
     select_algorithm.add_feedback_saver(after_benchmark)
     try:
-        with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), _pad_decisions(rec, padding), config.patch(
-                post_grad_custom_post_pass=_post_grad_probe(rec)):
+        with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), _pad_decisions(rec, padding), \
+                config.patch(post_grad_custom_post_pass=_post_grad_probe(rec)):
             yield rec
     finally:
         select_algorithm.clear_preprocessing_fns()
@@ -349,4 +350,3 @@ def _operand(node: Any) -> Operand:
     stride = node.maybe_get_stride() if hasattr(node, "maybe_get_stride") else None
     return Operand(_static(node.get_size()), None if stride is None else _static(stride),
                    str(node.get_dtype()).removeprefix("torch."))
-

@@ -21,7 +21,6 @@ from typing import Any
 import torch
 
 
-
 def precompile_benchmark_headers() -> bool:
     """Compile the CPP GEMM choices' autotune benchmark modules with inductor's precompiled
     `cpp_prefix.h` (its output-code kernels already use it; a benchmark module, compiled through
@@ -77,7 +76,8 @@ def remember_compile_failures() -> bool:
             try:
                 original(cmd_line, cwd)
             except exc.CppCompileError as error:
-                if stored is not None and SOURCE_ERROR.search(error.output) and not TRANSIENT_FAILURE.search(error.output):
+                if stored is not None and SOURCE_ERROR.search(error.output) \
+                        and not TRANSIENT_FAILURE.search(error.output):
                     stored.parent.mkdir(parents=True, exist_ok=True)
                     partial = stored.with_suffix(f".{os.getpid()}.tmp")
                     partial.write_text(error.output, encoding="utf-8")
@@ -289,4 +289,3 @@ def serialize_gpu_benchmarks(lock_path: str) -> bool:
     for name in names:
         setattr(timer, name, locked(getattr(timer, name)))
     return True
-

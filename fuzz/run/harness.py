@@ -11,11 +11,11 @@ from typing import Any
 
 import torch
 
-from fuzz.run import programs
-from fuzz.probe.timing import Timings
-from fuzz.run.values import materialize
 from fuzz.probe import inductor, observe
 from fuzz.probe.failures import describe_failure
+from fuzz.probe.timing import Timings
+from fuzz.run import programs
+from fuzz.run.values import materialize
 from oracles.error_model import KernelModel
 from oracles.model import ChoiceRecord, Failure, Observation, OutputCheck, SelectionEvent, TensorMeta
 from strategies.case import Case, TensorSpec
@@ -80,9 +80,11 @@ def _metas(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> l
         s = t.untyped_storage()
         return s.data_ptr() if s.nbytes() else None
 
-    named = [(f"out{k}", storage(t)) for k, t in enumerate(outputs)] + [(f"in{i}", storage(t)) for i, t in enumerate(inputs)]
+    named = [(f"out{k}", storage(t)) for k, t in enumerate(outputs)] + \
+        [(f"in{i}", storage(t)) for i, t in enumerate(inputs)]
     return [TensorMeta(tuple(t.stride()), t.storage_offset(), t._is_view(),
-                       tuple(name for name, ptr in named if ptr is not None and ptr == storage(t) and name != f"out{k}"))
+                       tuple(name for name, ptr in named
+                             if ptr is not None and ptr == storage(t) and name != f"out{k}"))
             for k, t in enumerate(outputs)]
 
 
@@ -197,7 +199,8 @@ def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
             choice: ChoiceRecord | None = None) -> list[OutputCheck]:
     out = []
     for c, exp in enumerate(expected[: len(compiled.values)]):
-        for j, (e, got, ref, bound) in enumerate(zip(eager.values[c], compiled.values[c], exp.values, exp.bounds)):
+        outputs = zip(eager.values[c], compiled.values[c], exp.values, exp.bounds, strict=False)
+        for j, (e, got, ref, bound) in enumerate(outputs):
             label = f"call{c}/out{j}" + (f" @{choice.template}" if choice else "")
             out.append(OutputCheck(label, e, got, ref, bound, exp.exact, choice,
                                    eager.metas[c][j], compiled.metas[c][j]))
@@ -211,7 +214,7 @@ def single_choice_plan(selections: Sequence[SelectionEvent]) -> list[tuple[int, 
     chain's mm) still autotune over theirs, so their choices share in every output's error bound."""
     autotuned = [e for e in selections if e.source == "autotune"]
     ordinals = [sum(o.graph == e.graph for o in autotuned[:i]) for i, e in enumerate(autotuned)]
-    return [(s, event, [c for e, o in zip(autotuned, ordinals) if o != s for c in e.choices])
+    return [(s, event, [c for e, o in zip(autotuned, ordinals, strict=True) if o != s for c in e.choices])
             for s, event in enumerate(e for e in autotuned if e.graph == 0) if len(event.choices) > 1]
 
 

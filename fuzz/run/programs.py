@@ -17,8 +17,15 @@ from typing import Any
 
 import torch
 
-from oracles.error_model import (KernelModel, accumulation, prefixes, representable, rounding, row_prefixes,
-                                 unit_roundoff)
+from oracles.error_model import (
+    KernelModel,
+    accumulation,
+    prefixes,
+    representable,
+    rounding,
+    row_prefixes,
+    unit_roundoff,
+)
 from strategies.case import Case
 
 Tensor = torch.Tensor
@@ -159,8 +166,8 @@ def _cat_mm(dim: int, left: str, right: str) -> Transfer:
     """cat([y, left @ right], dim): a second product of the inputs written beside the first."""
     def transfer(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
         second = ref.product(left, right, before.dtype)
-        return Tracked(after.value, torch.cat([before.bound, second.bound], dim), torch.cat([before.mag, second.mag], dim),
-                       before.dtype, before.exact and second.exact)
+        return Tracked(after.value, torch.cat([before.bound, second.bound], dim),
+                       torch.cat([before.mag, second.mag], dim), before.dtype, before.exact and second.exact)
     return transfer
 
 
@@ -291,8 +298,8 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
     """Run the program in float64 on `tensors` (the dtype-rounded inputs, as float64), carrying
     the bound of a correct kernel under `model` through every step to every output."""
     names = [f"x{i}" for i in range(len(tensors))]
-    ref = Reference({"torch": torch, **dict(zip(names, (t.clone() for t in tensors)))},
-                    {"torch": torch, **dict(zip(names, (t.abs() for t in tensors)))}, _params(case), model)
+    ref = Reference({"torch": torch, **dict(zip(names, (t.clone() for t in tensors), strict=True))},
+                    {"torch": torch, **dict(zip(names, (t.abs() for t in tensors), strict=True))}, _params(case), model)
     y = _op_result(case, ref)
     outputs: list[Tracked] = []
     for step in (CONSUMERS[c] for c in case.consumers):

@@ -6,10 +6,10 @@ import dataclasses
 import re
 import time
 
+from fuzz.bugs.entry import EAGER_AGREES, KnownBug
+from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates
 from fuzz.probe.catalogue_cache import shared_catalogue
 from fuzz.run.harness import HashLedger, release_device_memory, run_case
-from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates
-from fuzz.bugs.entry import EAGER_AGREES, KnownBug
 from oracles import check_all
 from oracles.model import REFERENCE_DIFFERS, Observation, Violation
 from oracles.src_hash import is_triton
@@ -70,7 +70,8 @@ class FuzzSession:
             if bug is not None and bug.name not in untriggered:
                 began = time.perf_counter()
                 untriggered[bug.name] = self._signatures_without(bug, case)
-                obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + time.perf_counter() - began
+                spent = time.perf_counter() - began
+                obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + spent
             remaining = untriggered[bug.name] if bug is not None else None
             if bug is not None and remaining is not None and failure_kind(violation.signature) not in remaining:
                 known.append((violation, bug))

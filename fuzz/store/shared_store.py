@@ -30,8 +30,16 @@ from typing import Any
 
 from hypothesis.database import ExampleDatabase
 
-from fuzz.store.findings import CAMPAIGN_FILE, FINDINGS_DIR, Finding, Warn, iter_finding_files, load_campaign, merge, \
-    write_json_atomic
+from fuzz.store.findings import (
+    CAMPAIGN_FILE,
+    FINDINGS_DIR,
+    Finding,
+    Warn,
+    iter_finding_files,
+    load_campaign,
+    merge,
+    write_json_atomic,
+)
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 PREFIX = "mm-autotune-fuzz:"
@@ -193,7 +201,7 @@ class RedisStore:
         for key in keys:
             pipe.hgetall(f"{PREFIX}finding:{key}")
         findings = []
-        for key, per_host in zip(keys, pipe.execute()):
+        for key, per_host in zip(keys, pipe.execute(), strict=True):
             for host, text in sorted(per_host.items()):
                 parsed = _parse(text, lambda d: Finding.from_json(d), f"finding {key} of host {host.decode()}", warn)
                 if parsed is not None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.store.findings import PROCESS_ORACLE, Finding, record_from_violation
 from fuzz.engine.workers import Outcome
+from fuzz.store.findings import PROCESS_ORACLE, Finding, record_from_violation
 
 
 def _known_death(case_json: dict[str, Any], death: dict[str, str], env: dict[str, Any]) -> dict[str, str] | None:

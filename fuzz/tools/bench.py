@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.children import python_env
+from fuzz.engine.workers import Executor, serialize_verdict, usable_cpus, visible_gpu_ids
 from fuzz.probe.timing import INDUCTOR_PHASES
 from fuzz.tools.utilization import Utilization
-from fuzz.engine.workers import Executor, serialize_verdict, usable_cpus, visible_gpu_ids
 
 WORKLOAD = 1500
 """Cases drawn for a benchmark: more than the naive loop finishes in a few minutes."""
@@ -107,7 +107,8 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-naive-") as scratch:
         spec = Path(scratch) / "cases.json"
         spec.write_text(json.dumps({"cases": cases, "budget_s": budget_s}))
-        env = python_env({"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
+        env = python_env({"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+                          "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
                           "TRITON_CACHE_DIR": str(Path(scratch) / "triton")})
         gpus = visible_gpu_ids() if device == "cuda" else []
         gpu = gpus[0] if gpus else None
@@ -115,7 +116,7 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
             env["CUDA_VISIBLE_DEVICES"] = gpu
         busy = Utilization(gpu).start()  # its few seconds of start-up included
         proc = subprocess.run([sys.executable, "-c", f"import fuzz.tools.bench as b; b.naive_main({str(spec)!r})"],
-                              env=env, capture_output=True, text=True)
+                              check=False, env=env, capture_output=True, text=True)
         busy.stop()
         out = Path(str(spec) + ".out")
         if not out.is_file():
@@ -215,7 +216,8 @@ def breakdown(sides: list[Side]) -> str:
     """A Markdown table: seconds per case in each phase, per side."""
     rows = ["| phase | " + " | ".join(s.name for s in sides) + " |", "|---|" + "---|" * len(sides)]
     for phase in PHASES:
-        rows.append(f"| {phase} | " + " | ".join(f"{s.phases.get(phase, 0.0) / max(s.cases, 1):.2f}" for s in sides) + " |")
+        per_case = (f"{s.phases.get(phase, 0.0) / max(s.cases, 1):.2f}" for s in sides)
+        rows.append(f"| {phase} | " + " | ".join(per_case) + " |")
     rows.append("| worker start-up (once) | " + " | ".join(f"{s.startup_s:.1f}" for s in sides) + " |")
     return "\n".join(rows)
 
@@ -227,8 +229,8 @@ def bench(budget_s: float, workers: list[int], device: str, seed: int, log: Call
     cases = workload(device, seed, WORKLOAD)
     log(f"workload: {len(cases)} cases drawn on {device} from seed {seed}; budget {budget_s:g}s for the naive loop")
     naive = run_naive(cases, budget_s, device)
-    log(f"naive: {naive.cases} cases in {naive.seconds:.0f}s ({naive.per_minute:.1f}/min), start-up {naive.startup_s:.0f}s; "
-        f"{naive.utilization}")
+    log(f"naive: {naive.cases} cases in {naive.seconds:.0f}s ({naive.per_minute:.1f}/min), "
+        f"start-up {naive.startup_s:.0f}s; {naive.utilization}")
     return [naive] + [run_suite(longest_first(cases, naive), SUITE_CAP * budget_s, n, device, log) for n in workers]
 
 
@@ -243,6 +245,8 @@ def summary(sides: list[Side]) -> str:
     ratio = best.per_minute / naive.per_minute if naive.per_minute else float("inf")
     agreement = "\n".join(f"verdicts of {s.name}: {n - len(d)} of {n} cases as the naive loop judged them"
                           + "".join(f"\n  {line}" for line in d)
-                          for s in sides[1:] for d, n in [(disagreements(naive, s), len(naive.verdicts.keys() & s.verdicts))])
+                          for s in sides[1:]
+                          for d, n in [(disagreements(naive, s), len(naive.verdicts.keys() & s.verdicts))])
     return (f"workers per device: {curve}\n\n{breakdown(sides)}\n\n{agreement}\n\n"
-            f"speedup: {ratio:.1f}x over naive (cases/min {best.per_minute:.1f} vs {naive.per_minute:.1f}, {best.name})")
+            f"speedup: {ratio:.1f}x over naive "
+            f"(cases/min {best.per_minute:.1f} vs {naive.per_minute:.1f}, {best.name})")

@@ -52,7 +52,7 @@ class Utilization:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> "Utilization":
+    def start(self) -> Utilization:
         self._first = _cpu_ticks(self.cpus)
         self._thread.start()
         return self
@@ -62,7 +62,7 @@ class Utilization:
             if self.gpu is not None and (percent := _gpu_percent(self.gpu)) is not None:
                 self.gpu_samples.append(percent)
 
-    def stop(self) -> "Utilization":
+    def stop(self) -> Utilization:
         self._stop.set()
         if self._thread.ident is not None:
             self._thread.join()

@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from fuzz.tools import bench
 from fuzz import cli
 from fuzz.engine import noise
 from fuzz.engine.workers import Outcome
+from fuzz.tools import bench
 
 
 class SlowExecutor:
@@ -34,7 +34,8 @@ class SlowExecutor:
         time.sleep(0.2)
         SlowExecutor.ran.append(case["n"])
         found = [{"signature": "tolerance:mm:float16"}] if case["n"] == 4 else []  # the naive loop passed it
-        return Outcome(verdict={"timings": {"oracles": 0.2}, "violations": found, "known": [], "rejected": case["n"] == 5})
+        return Outcome(verdict={"timings": {"oracles": 0.2}, "violations": found, "known": [],
+                                "rejected": case["n"] == 5})
 
     def stop(self) -> None:
         pass

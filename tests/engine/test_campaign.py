@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from fuzz.engine import rounds
-from fuzz.store.findings import Finding, load_campaign, load_findings
 from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
-from fuzz.store.sightings import sightings
 from fuzz.engine.workers import Outcome
+from fuzz.store.findings import Finding, load_campaign, load_findings
+from fuzz.store.sightings import sightings
 from tests.fakes import FakeWorker, fake_driver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,8 @@ def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None
     assert small["every_choice"] is False and small["dynamic"] is False and small["inputs"] == [1, 2, 3]
     assert how.complete and "config.epilogue_fusion" in how.dropped and how.accepted <= how.steps
     assert "config.max_autotune_gemm_backends:ATEN" in how.dropped
-    assert KEPT_CONFIG == {"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends", "test_configs.max_mm_configs"}
+    assert KEPT_CONFIG == {"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends",
+                           "test_configs.max_mm_configs"}
 
 
 def test_delta_minimize_stops_at_its_time_limit() -> None:
@@ -76,11 +77,6 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 
 
 # --- the driver's Hypothesis loop, with a fake worker (no compiling) ----------------------------------
-
-
-
-
-
 
 
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
@@ -113,7 +109,7 @@ def test_the_example_database_is_written_and_replayed_once_without_deleting(tmp_
     fresh.replay()
     assert fresh.executor.cases == []  # type: ignore[attr-defined]
     logs = [io.StringIO(), io.StringIO()]
-    for driver, log in zip((resumed, fresh), logs):
+    for driver, log in zip((resumed, fresh), logs, strict=True):
         driver.stream_log = log
         driver.run_round(0)
     assert logs[0].getvalue() == logs[1].getvalue()  # rounds do not read the database
@@ -178,8 +174,8 @@ def run_fuzz(*args: str, fault: str | None = None, timeout: float = 240,
         env["TMPDIR"] = str(tmpdir)
     if fault:
         env["MM_FUZZ_TEST_FAULT"] = fault
-    return subprocess.run([sys.executable, "-m", "fuzz", *args], check=False, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "fuzz", *args], check=False, cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 QUICK = ("--op", "mm", "--backend", "ATEN", "--device", "cpu", "--workers", "1", "--seed", "7", "--case-timeout", "30s",
@@ -220,7 +216,8 @@ def innermost_frame(dump: str) -> str:
 def test_innermost_frame_is_the_crashing_threads() -> None:
     dump = ("Fatal Python error: Segmentation fault\n\nThread 0x7f (most recent call first):\n"
             '  File "threading.py", line 320 in wait\n\nCurrent thread 0x7e (most recent call first):\n'
-            '  File "fuzz/engine/workers.py", line 5 in _test_fault\n  File "fuzz/engine/workers.py", line 9 in worker_main\n')
+            '  File "fuzz/engine/workers.py", line 5 in _test_fault\n'
+            '  File "fuzz/engine/workers.py", line 9 in worker_main\n')
     assert innermost_frame(dump) == 'File "fuzz/engine/workers.py", line 5 in _test_fault'
 
 

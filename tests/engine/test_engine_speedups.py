@@ -22,15 +22,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzz.probe import catalogue_cache
 from fuzz.engine import workers
 from fuzz.engine.children import REPO_ROOT
+from fuzz.engine.zygote import ForkedProcess, cuda_driver_path
+from fuzz.probe import catalogue_cache, speedups
 from fuzz.run.session import FuzzSession
 from fuzz.tools.utilization import Utilization
-from fuzz.engine.zygote import ForkedProcess, cuda_driver_path
-from fuzz.probe import speedups
-from tests.checking import is_cpp_choice, rig_benchmarks
 from tests.cases import frozen_cpp_mm
+from tests.checking import is_cpp_choice, rig_benchmarks
 
 CATALOGUE = {"triton::mm": {"src_hash": "a" * 64, "source_sha256": "a" * 64}}
 
@@ -71,8 +70,6 @@ def test_the_fingerprint_follows_the_installed_inductor_sources(monkeypatch: pyt
     assert first == catalogue_cache.inductor_fingerprint()
     monkeypatch.setattr(torch, "__version__", "9.9.9")
     assert catalogue_cache.inductor_fingerprint() != first
-
-
 
 
 def compile_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -225,7 +222,8 @@ def test_a_source_error_is_remembered_with_its_message(monkeypatch: pytest.Monke
     from torch._inductor import cpp_builder, exc
 
     with pytest.raises(exc.CppCompileError):
-        cpp_builder._run_compile_cmd(f"g++ {tmp_path / 'kernel.cpp'} -O3 -shared -o {tmp_path / 'kernel.so'}", str(tmp_path))
+        cpp_builder._run_compile_cmd(f"g++ {tmp_path / 'kernel.cpp'} -O3 -shared -o {tmp_path / 'kernel.so'}",
+                                     str(tmp_path))
     assert len(runs) == 2
 
 
@@ -263,7 +261,8 @@ def inductors_compiler_links_with_gold() -> bool:
     return speedups._links_with_gold(cpp_builder.get_cpp_compiler())
 
 
-@pytest.mark.skipif(not inductors_compiler_links_with_gold(), reason="inductor's C++ compiler cannot link with gold here")
+@pytest.mark.skipif(not inductors_compiler_links_with_gold(),
+                    reason="inductor's C++ compiler cannot link with gold here")
 def test_modules_link_with_gold_and_the_verdict_stays(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fresh_code_caches(monkeypatch, tmp_path)
     commands = linked_through_gold(monkeypatch)
@@ -478,12 +477,13 @@ def test_workers_start_fresh_where_a_zygote_cannot_help(monkeypatch: pytest.Monk
 
 def test_a_cpu_campaigns_workers_are_forked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`--device cpu` hides the GPUs from its workers (CUDA_VISIBLE_DEVICES=""): they are CPU workers."""
-    monkeypatch.setattr(workers, "visible_gpu_ids", lambda: [])
+    monkeypatch.setattr(workers, "visible_gpu_ids", list)
     assert not workers.Executor(0, log_dir=tmp_path, gpu="").zygote_refused
 
 
 @pytest.mark.parametrize(("maps", "driver"), [
-    ("7f00-7f01 r-xp 0 08:01 5 /usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15\n", "/usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15"),
+    ("7f00-7f01 r-xp 0 08:01 5 /usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15\n",
+     "/usr/lib/x86_64-linux-gnu/libcuda.so.570.86.15"),
     ("7f00-7f01 r-xp 0 08:01 5 /site-packages/nvidia/cuda_runtime/lib/libcudart.so.12\n"
      "7f00-7f01 rw-p 0 00:00 0 [heap]\n", None),
 ])
@@ -493,7 +493,8 @@ def test_the_zygote_finds_the_cuda_driver_library(maps: str, driver: str | None)
 
 @pytest.mark.gpu
 def test_the_zygote_sees_whether_the_cuda_driver_was_initialized() -> None:
-    probe = "import torch; from fuzz.engine.zygote import cuda_driver_initialized as i; a = i(); torch.cuda.init(); print(a, i())"
+    probe = ("import torch; from fuzz.engine.zygote import cuda_driver_initialized as i; "
+             "a = i(); torch.cuda.init(); print(a, i())")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from fuzz.engine import regenerate, rounds
+from fuzz.engine.workers import Outcome
 from fuzz.export import report
 from fuzz.store.findings import Finding
-from fuzz.engine.workers import Outcome
 from tests.fakes import FakeWorker, Pipe, fake_driver
 
 ROUNDS = 3

@@ -132,7 +132,7 @@ def test_a_campaign_on_a_password_protected_store(tmp_path: Path) -> None:
         env = {**os.environ, "MM_FUZZ_STORE": server.url}  # from the environment: not on the command line
         proc = subprocess.run([sys.executable, "-m", "fuzz", "run", "--budget", "10s", "--out", str(out),
                                "--op", "mm", "--backend", "ATEN", "--device", "cpu", "--workers", "1", "--seed", "7",
-                               "--progress", "plain"], cwd=ROOT, env=env, capture_output=True, text=True,
+                               "--progress", "plain"], check=False, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode in (0, 1), proc.stderr
         assert "store redis://***@127.0.0.1" in proc.stderr and "s3cret-word" not in proc.stdout + proc.stderr

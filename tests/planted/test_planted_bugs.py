@@ -10,10 +10,10 @@ import torch
 from torch._inductor import select_algorithm
 from torch._inductor.choices import InductorChoices
 
+from fuzz.probe.catalogue_cache import template_catalogue
 from fuzz.run.harness import HashLedger, run_case
 from fuzz.run.session import FuzzSession
 from oracles import check_all
-from fuzz.probe.catalogue_cache import template_catalogue
 from oracles.src_hash import check_catalogues
 from strategies.case import Case, TensorSpec, contiguous_strides
 

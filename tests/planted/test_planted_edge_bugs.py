@@ -211,7 +211,8 @@ def test_single_choice_compiles_repeat_the_first_compiles_padding(monkeypatch: p
 
 
 @cuda
-def test_a_pad_decision_that_flips_between_compiles_leaves_every_choice_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pad_decision_that_flips_between_compiles_leaves_every_choice_isolated(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from torch._inductor.fx_passes import pad_mm
 
     calls: list[int] = []

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch._inductor import select_algorithm
 
+from fuzz.bugs.entry import EAGER_AGREES_NAME
+from fuzz.bugs.known_bugs import KNOWN_BUGS
 from fuzz.run import programs
 from fuzz.run.harness import HashLedger, run_case
-from fuzz.bugs.known_bugs import KNOWN_BUGS
-from fuzz.bugs.entry import EAGER_AGREES_NAME
 from fuzz.run.session import FuzzSession
 from oracles import check_all
 from oracles.model import REFERENCE_DIFFERS
@@ -78,7 +78,8 @@ def test_a_scalar_the_dtype_cannot_hold_makes_a_case_inexact_and_a_held_one_keep
     """alpha = 0, beta = 0.3: beta times the input rounds (a campaign's false exact-mismatch, max
     error 7.5e-09); with beta = 0.5 the case stays exact, and a kernel one ulp off fails it."""
     def case(beta: float) -> Case:
-        return Case.make(op="addmm", inputs=(spec((8, 16), "float32"), spec((16, 4), "float32"), spec((8, 4), "float32")),
+        return Case.make(op="addmm",
+                         inputs=(spec((8, 16), "float32"), spec((16, 4), "float32"), spec((8, 4), "float32")),
                          device="cpu", value_mode="exact_int", seed=3, params={"alpha": 0.0, "beta": beta},
                          config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
 

@@ -62,8 +62,9 @@ def test_the_reject_ceiling_fails_a_rate_above_it_not_a_draw_near_it(rejected: i
     TALLY["mm:rejected:eager RuntimeError: planted"] += rejected
     try:
         if fails:
-            with pytest.raises(AssertionError, match=rf"mm: {rejected} of {total} cases rejected.*\n  {rejected} x eager "
-                                                     "RuntimeError: planted"):
+            with pytest.raises(AssertionError,
+                               match=rf"mm: {rejected} of {total} cases rejected.*\n  {rejected} x eager "
+                                     "RuntimeError: planted"):
                 assert_reject_rate_within_ceiling("mm")
         else:
             assert_reject_rate_within_ceiling("mm")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 from hypothesis import given, settings
@@ -27,7 +26,7 @@ def test_storage_size_is_one_past_the_last_element_a_view_reaches(case: Case) ->
         if 0 in t.shape:
             assert t.storage_size() == t.offset
             continue
-        reached = max(t.offset + sum(i * s for i, s in zip(index, t.stride))
+        reached = max(t.offset + sum(i * s for i, s in zip(index, t.stride, strict=True))
                       for index in itertools.product(*(range(d) for d in t.shape)))
         assert t.storage_size() == reached + 1
 
@@ -106,7 +105,6 @@ def test_property_tests_are_hypothesis_tests() -> None:
     from tests.properties import test_properties
 
     assert is_hypothesis_test(test_properties.test_op_passes_all_oracles)
-
 
 
 def test_nan_and_inf_only_reach_inputs_where_they_are_defined() -> None:

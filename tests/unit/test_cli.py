@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import duration, main
-from fuzz.store.findings import FindingsStore, record_from_violation
 from fuzz.engine.workers import Outcome
+from fuzz.store.findings import FindingsStore, record_from_violation
 from tests.cases import small_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,11 +39,11 @@ def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str], command: 
 
 
 def test_entry_point_and_top_level_help_do_not_need_torch() -> None:
-    proc = subprocess.run([sys.executable, "-m", "fuzz", "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "--help"], check=False, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
     assert proc.returncode == 0 and all(c in proc.stdout for c in ("run", "replay", "export", "report"))
     probe = "import sys, fuzz.cli; fuzz.cli.build_parser(); print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+    assert subprocess.run([sys.executable, "-c", probe], check=False, cwd=ROOT, capture_output=True, text=True,
                           timeout=60).stdout.strip() == "False"
 
 

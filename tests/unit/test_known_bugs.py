@@ -15,23 +15,17 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates, process_killer
-from fuzz.bugs.entry import KnownBug
 from fuzz.bugs import regions
+from fuzz.bugs.entry import KnownBug
+from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates, process_killer
 from fuzz.bugs.regions import without_backend
 from fuzz.run.harness import run_case
 from fuzz.run.session import FuzzSession, failure_kind
 from oracles import check_all
 from oracles.model import OutputCheck, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
+from tests.cases import CPP_OFFSET, affected, offset_weight_case
 from tests.checking import is_cpp_choice, rig_benchmarks
-from tests.cases import CPP_OFFSET, offset_weight_case, affected
-
-
-
-
-
-
 
 FRESH_VERDICT = ("import json, sys; from fuzz.run.session import FuzzSession; from strategies.case import Case; "
                  "v = FuzzSession().evaluate(Case.loads(sys.stdin.read())); "
@@ -42,8 +36,8 @@ FRESH_VERDICT = ("import json, sys; from fuzz.run.session import FuzzSession; fr
 def fresh_verdict(case: Case) -> tuple[subprocess.CompletedProcess[str], dict[str, list[str]] | None]:
     """Evaluate `case` in a fresh process, as a campaign worker does: the child's exit and, when it
     ended normally, its new violations' signatures and the known bugs seen."""
-    proc = subprocess.run([sys.executable, "-c", FRESH_VERDICT], input=case.dumps(), capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run([sys.executable, "-c", FRESH_VERDICT], check=False, input=case.dumps(), capture_output=True,
+                          text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
     return proc, json.loads(proc.stdout.splitlines()[-1]) if proc.returncode == 0 and proc.stdout else None
 
 
@@ -115,7 +109,8 @@ def test_a_match_that_survives_removing_the_trigger_is_new() -> None:
                     tracking="test", torch_versions=(torch.__version__[:4],), devices=("cpu",))
     case = Case.make(op="bmm", device="cpu", value_mode="exact_int", seed=1,
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
-                     inputs=(TensorSpec((2, 8, 8), (64, 8, 1), 0, "float32"), TensorSpec((2, 8, 8), (64, 8, 1), 0, "float32")))
+                     inputs=(TensorSpec((2, 8, 8), (64, 8, 1), 0, "float32"),
+                             TensorSpec((2, 8, 8), (64, 8, 1), 0, "float32")))
     real = torch.ops.aten.bmm.out
 
     def off_by_one(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
@@ -140,10 +135,12 @@ def test_crash_entries_pin_their_frame_and_message() -> None:
     case = Case.make(op="addmm", device="cpu", config={"max_autotune_gemm_backends": "ATEN,CPP"},
                      inputs=(TensorSpec((3, 4), (4, 1), 0, "float32"), TensorSpec((4, 5), (5, 1), 0, "float32"),
                              TensorSpec((), (), 0, "float32")))
-    ours = Violation("crash", "crash", "crash:IndexError:kernel/mm.py:tuned_addmm", "addmm: ...: list index out of range")
+    ours = Violation("crash", "crash", "crash:IndexError:kernel/mm.py:tuned_addmm",
+                     "addmm: ...: list index out of range")
     other_frame = Violation("crash", "crash", "crash:IndexError:kernel/bmm.py:tuned_bmm", "list index out of range")
     other_message = Violation("crash", "crash", ours.signature, "addmm: ...: tuple index out of range")
-    matched = dict((v.signature + v.message, b) for v, b in candidates([ours, other_frame, other_message], case, "2.13.0"))
+    found = candidates([ours, other_frame, other_message], case, "2.13.0")
+    matched = {v.signature + v.message: b for v, b in found}
     assert matched[ours.signature + ours.message].name == "addmm-scalar-bias-indexerror"
     assert matched[other_frame.signature + other_frame.message] is None
     assert matched[other_message.signature + other_message.message] is None
@@ -161,12 +158,14 @@ def test_the_triton_entry_removes_only_its_config() -> None:
 
     pattern = bug.untrigger(case).config_dict["test_configs.autotune_choice_desc_regex"]
     assert not re.search(pattern, "BLOCK_K=128, BLOCK_M=16, BLOCK_N=16, num_stages=5, num_warps=1")
-    assert re.search(pattern, "BLOCK_K=32, BLOCK_M=16, BLOCK_N=16, num_stages=5, num_warps=1") and re.search(pattern, "")
+    assert re.search(pattern, "BLOCK_K=32, BLOCK_M=16, BLOCK_N=16, num_stages=5, num_warps=1")
+    assert re.search(pattern, "")
 
 
 def test_untrigger_by_dropping_a_backend() -> None:
     case = Case.make(op="bmm", device="cpu", config={"max_autotune": True},
-                     inputs=(TensorSpec((2, 0, 8), (0, 8, 1), 0, "float32"), TensorSpec((2, 8, 4), (32, 4, 1), 0, "float32")))
+                     inputs=(TensorSpec((2, 0, 8), (0, 8, 1), 0, "float32"),
+                             TensorSpec((2, 8, 4), (32, 4, 1), 0, "float32")))
     assert without_backend("CPP")(case).config_dict["max_autotune_gemm_backends"] == "ATEN,TRITON"  # from the default
     only = Case.make(**{**{f.name: getattr(case, f.name) for f in dataclasses.fields(case) if f.name != "config"},
                         "config": {"max_autotune_gemm_backends": "CPP"}})
@@ -175,7 +174,8 @@ def test_untrigger_by_dropping_a_backend() -> None:
 
 def size1_batch_case(batch_stride: int, mark_dynamic: tuple[tuple[int, int], ...] = ((0, 1),)) -> Case:
     """The shape of a CPU campaign's finding: one batch with a stride other than the dense 381."""
-    return Case.make(op="bmm", device="cpu", frozen_weights=True, mark_dynamic=mark_dynamic, value_mode="sparse", seed=1,
+    return Case.make(op="bmm", device="cpu", frozen_weights=True, mark_dynamic=mark_dynamic, value_mode="sparse",
+                     seed=1,
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"},
                      inputs=(TensorSpec((1, 3, 127), (batch_stride, 127, 1), 0, "float32"),
                              TensorSpec((1, 127, 8), (2, 14, 1), 0, "float32")))
@@ -191,13 +191,15 @@ def test_the_size1_batch_stride_entry_needs_both_its_conditions() -> None:
 @pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
 def test_the_size1_batch_stride_bug_still_reproduces_and_is_explained() -> None:
     verdict = FuzzSession().evaluate(size1_batch_case(2))
-    assert not verdict.violations and [bug.name for _, bug in verdict.known] == ["cpp-bmm-size1-batch-stride-compile-error"]
+    assert not verdict.violations
+    assert [bug.name for _, bug in verdict.known] == ["cpp-bmm-size1-batch-stride-compile-error"]
 
 
 def repeated_row_product_case(dtype: str = "bfloat16", m: int = 1) -> Case:
     return Case.make(op="bmm", device="cpu", value_mode="normal", seed=1, consumers=("cat_mm_rows",),
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
-                     inputs=(TensorSpec((2, m, 15), (15 * m, 15, 1), 0, dtype), TensorSpec((2, 15, 33), (495, 33, 1), 0, dtype)))
+                     inputs=(TensorSpec((2, m, 15), (15 * m, 15, 1), 0, dtype),
+                             TensorSpec((2, 15, 33), (495, 33, 1), 0, dtype)))
 
 
 def test_the_repeated_row_product_entry_needs_a_half_dtype_one_row_and_the_cat() -> None:
@@ -220,8 +222,10 @@ def empty_frozen_weight_case(n: int) -> Case:
     campaign's finding of the freezing/oneDNN bug."""
     return Case.make(op="mm", device="cpu", value_mode="large", seed=537, frozen_weights=True,
                      config={"max_autotune": True, "max_autotune_gemm_backends": "CPP"},
-                     inputs=(TensorSpec((111, 33), (33, 1), 0, "float32"), TensorSpec((33, n), (max(n, 1), 1), 0, "float32")),
-                     second_call=(TensorSpec((24, 33), (33, 1), 1, "float32"), TensorSpec((33, n), (max(n, 1), 1), 0, "float32")))
+                     inputs=(TensorSpec((111, 33), (33, 1), 0, "float32"),
+                             TensorSpec((33, n), (max(n, 1), 1), 0, "float32")),
+                     second_call=(TensorSpec((24, 33), (33, 1), 1, "float32"),
+                                  TensorSpec((33, n), (max(n, 1), 1), 0, "float32")))
 
 
 def test_an_empty_frozen_weight_with_cpp_alone_is_the_freezing_bug() -> None:
@@ -293,7 +297,8 @@ def empty_rows_case(m: int, backends: str, n: int = 128) -> Case:
     with `m` rows (N = 128 stays below the sizes where MKL's packing of it kills the process)."""
     return Case.make(op="mm", device="cpu", value_mode="exact_int", seed=293, frozen_weights=True,
                      config={"max_autotune": True, "max_autotune_gemm_backends": backends},
-                     inputs=(TensorSpec((m, 214), (214, 1), 0, "float32"), TensorSpec((214, n), (1, 214), 0, "float32")))
+                     inputs=(TensorSpec((m, 214), (214, 1), 0, "float32"),
+                             TensorSpec((214, n), (1, 214), 0, "float32")))
 
 
 def test_the_empty_rows_entry_needs_m_zero_a_frozen_weight_and_cpp() -> None:
@@ -304,8 +309,9 @@ def test_the_empty_rows_entry_needs_m_zero_a_frozen_weight_and_cpp() -> None:
 
 
 @pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
-@pytest.mark.parametrize(("backends", "signature"), [("CPP", "crash:CalledProcessError:cpp_builder.py:_run_compile_cmd"),
-                                                     ("ATEN,CPP", "dropped:packed_linear@CppTemplateCaller:benchmark")])
+@pytest.mark.parametrize(("backends", "signature"),
+                         [("CPP", "crash:CalledProcessError:cpp_builder.py:_run_compile_cmd"),
+                          ("ATEN,CPP", "dropped:packed_linear@CppTemplateCaller:benchmark")])
 def test_the_empty_rows_bug_still_reproduces_and_is_explained(backends: str, signature: str) -> None:
     verdict = FuzzSession().evaluate(empty_rows_case(0, backends))
     assert not verdict.violations, verdict.violations

@@ -13,27 +13,40 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from fuzz.store.findings import FindingsStore, record_from_violation
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from fuzz.export.plain_repro import (Form, Outcome, PlainReproError, check_kind, export_plain, family_backend, render,
-                              same_failure, search, write_plain_repro)
+from fuzz.export.plain_repro import (
+    Form,
+    Outcome,
+    PlainReproError,
+    check_kind,
+    export_plain,
+    family_backend,
+    render,
+    same_failure,
+    search,
+    write_plain_repro,
+)
 from fuzz.run.values import materialize
+from fuzz.store.findings import FindingsStore, record_from_violation
 from strategies.case import Case, TensorSpec
 from strategies.cases import cases
-from tests.checking import known_aten_bug
 from tests.cases import CRASH, scalar_bias_case
+from tests.checking import known_aten_bug
 
 EXACT = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
          "message": "mm call0/out0 float32: 3 element(s) differ"}
 SCALAR_BIAS = next(b for b in KNOWN_BUGS if b.name == "addmm-scalar-bias-indexerror")
 
 
+def _up_to_compile(script: str) -> dict[str, Any]:
+    """The names a rendered plain repro defines before its compile (the program, the inputs, the check)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(script.split("\ncompiled = ")[0], "<plain>", "exec"), namespace)  # noqa: S102 - the script we rendered
+    return namespace
 
 
 def _run_make_inputs(case: Case, seeded: bool, second: bool = False) -> list[torch.Tensor]:
-    script = render(case, EXACT if seeded else CRASH, Form.make(None, {}, False, seeded))
-    namespace: dict[str, Any] = {}
-    exec(compile(script.split("\ncompiled = ")[0], "<plain>", "exec"), namespace)  # everything but the compile
+    namespace = _up_to_compile(render(case, EXACT if seeded else CRASH, Form.make(None, {}, False, seeded)))
     return namespace["make_second_inputs" if second else "make_inputs"]()
 
 
@@ -59,7 +72,7 @@ def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
                 [(t.shape, t.stride(), t.storage_offset(), t.dtype) for t in want]
             assert _aliasing(got) == _aliasing(want)
             if seeded:
-                assert all(torch.equal(_storage_bytes(g), _storage_bytes(w)) for g, w in zip(got, want))
+                assert all(torch.equal(_storage_bytes(g), _storage_bytes(w)) for g, w in zip(got, want, strict=True))
 
 
 BOUND = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
@@ -76,9 +89,7 @@ def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) ->
     if case.inputs[0].dtype.startswith(("float", "bfloat")) and case.op not in ("int_mm", "scaled_mm") \
             and known_aten_bug(case) is None:  # where eager is known wrong, the check must fail it
         for violation in (BOUND, NONFINITE):
-            namespace: dict[str, Any] = {}
-            exec(compile(render(case, violation, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>",
-                         "exec"), namespace)
+            namespace = _up_to_compile(render(case, violation, Form.make(None, {}, False)))
             with torch.no_grad():
                 try:
                     eager = namespace["program"](*namespace["make_inputs"]())
@@ -91,7 +102,8 @@ def test_the_value_checks_leave_out_only_a_known_aten_bugs_region() -> None:
     """The case the H200's CPU drew (bf16 baddbmm, alpha = beta = 0: ATen leaves the output
     uninitialized on oneDNN hosts, eager too) is the registered bug's; with alpha = 1 it is checked."""
     def baddbmm(alpha: float) -> Case:
-        return Case.make(op="baddbmm", device="cpu", value_mode="normal", seed=291, params={"alpha": alpha, "beta": 0.0},
+        return Case.make(op="baddbmm", device="cpu", value_mode="normal", seed=291,
+                         params={"alpha": alpha, "beta": 0.0},
                          config={}, inputs=(TensorSpec((9, 128, 15), (1920, 15, 1), 17, "bfloat16"),
                                             TensorSpec((9, 15, 128), (1920, 128, 1), 11, "bfloat16"),
                                             TensorSpec((), (), 0, "bfloat16")))
@@ -103,11 +115,10 @@ def test_the_value_checks_leave_out_only_a_known_aten_bugs_region() -> None:
 
 def test_the_nonfinite_check_wants_nan_exactly_where_float64_has_it() -> None:
     case = Case.make(op="addmm", device="cpu", value_mode="nonfinite", seed=4, params={"alpha": 1.0, "beta": 0.0},
-                     config={}, inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"), TensorSpec((8, 3), (3, 1), 0, "float32"),
+                     config={}, inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"),
+                                        TensorSpec((8, 3), (3, 1), 0, "float32"),
                                         TensorSpec((3,), (1,), 0, "float32")))
-    namespace: dict[str, Any] = {}
-    exec(compile(render(case, NONFINITE, Form.make(None, {}, False)).split("\ncompiled = ")[0], "<plain>", "exec"),
-         namespace)
+    namespace = _up_to_compile(render(case, NONFINITE, Form.make(None, {}, False)))
     args = namespace["make_inputs"]()
     assert not args[0].isfinite().all() and not args[2].isfinite().all()  # NaN/inf in x and in the ignored bias
     (eager,) = namespace["program"](*args)
@@ -125,7 +136,8 @@ def test_script_needs_only_torch_and_fits_a_page() -> None:
                      inputs=(TensorSpec((2, 4, 8), (32, 1, 4), 0, "float32"),
                              TensorSpec((2, 8, 5), (0, 5, 1), 0, "float32"), TensorSpec((5,), (1,), 3, "float32")),
                      second_call=(TensorSpec((2, 6, 8), (48, 8, 1), 0, "float32"),
-                                  TensorSpec((2, 8, 5), (40, 5, 1), 0, "float32"), TensorSpec((5,), (1,), 0, "float32")))
+                                  TensorSpec((2, 8, 5), (40, 5, 1), 0, "float32"),
+                                  TensorSpec((5,), (1,), 0, "float32")))
     script = render(case, EXACT, Form.make("max-autotune", {"max_autotune_gemm_backends": "CPP"}, True))
     tree = ast.parse(script)
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from fuzz.export import repro
 from fuzz.export.dashboard import html
+from fuzz.export.report import junit_xml, markdown, summarize
 from fuzz.store.findings import Finding, record_from_violation
 from fuzz.tools.progress import status_line
-from fuzz.export.report import junit_xml, markdown, summarize
 from tests.cases import small_case
 
 V = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
@@ -94,7 +94,8 @@ def test_reject_rate_per_op_is_reported() -> None:
 
 def test_eager_agreement_and_choices_beyond_the_gpu_are_reported_apart_and_never_new() -> None:
     agreed = shrunk(known="eager-agrees")
-    record = {"sessions": [{"cases": 10, "seconds": 60.0, "unavailable": {"triton::mm_persistent_tma: shared memory": 3}}]}
+    unavailable = {"triton::mm_persistent_tma: shared memory": 3}
+    record = {"sessions": [{"cases": 10, "seconds": 60.0, "unavailable": unavailable}]}
     summary = summarize([agreed, shrunk()], [record])
     assert (summary["new_findings"], summary["known_findings"], summary["eager_agrees_findings"]) == (1, 0, 1)
     text = markdown(summary)

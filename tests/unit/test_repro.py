@@ -19,8 +19,7 @@ from fuzz.export import repro
 from fuzz.export.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
 from oracles.model import Observation, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
-from tests.cases import affected, offset_weight_case
-from tests.cases import small_case
+from tests.cases import affected, offset_weight_case, small_case
 
 CPP_OFFSET = Violation("numerics", "wrong result", "exact-mismatch:addmm:float32", "addmm: 512 element(s) differ")
 
@@ -52,7 +51,8 @@ loaders = sorted({{type(m.__spec__.loader).__name__ for name, m in list(sys.modu
 print("LOADERS", loaders)
 sys.exit(code)
 """
-    return subprocess.run([sys.executable, "-I", "-c", probe], cwd="/", capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-I", "-c", probe], check=False, cwd="/", capture_output=True, text=True,
+                          timeout=600)
 
 
 def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
@@ -99,8 +99,6 @@ def test_a_bug_that_hides_in_the_first_run_is_still_reported(tmp_path: Path) -> 
     assert result.exit_code == 1 and "exact-mismatch:addmm:float32" in result.verdict, result
 
 
-
-
 def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
     death = {"oracle": "process", "severity": "crash", "signature": "killed:SIGSEGV:mm", "message": "died"}
     path = Path(write_repro(small_case(), [death], tmp_path))
@@ -110,7 +108,8 @@ def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
     # Simulate a torch that segfaults on the case: the child dies, the script says BUG and exits 1.
     anchor = "    (verdict,) = evaluate()\n"
     assert anchor in path.read_text()
-    path.write_text(path.read_text().replace(anchor, "    import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n" + anchor))
+    crash = "    import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n"
+    path.write_text(path.read_text().replace(anchor, crash + anchor))
     crashed = run_repro(path)
     assert crashed.exit_code == 1 and crashed.verdict == \
         "BUG: the case killed the process with SIGSEGV (found as: killed:SIGSEGV:mm)", crashed

@@ -41,7 +41,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return repro.ReproResult(repro.REPRO_BUG, "BUG", 0.2)
 
     monkeypatch.setattr(repro, "run_repro", run)
-    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
+    monkeypatch.setattr(plain_repro, "export_plain",
+                        lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
     _quick_environment(monkeypatch)
     return ran
 
@@ -176,7 +177,8 @@ def test_a_repro_that_did_not_reproduce_is_checked_again(tmp_path: Path, monkeyp
     ran: list[str] = []
     monkeypatch.setattr(repro, "run_repro", lambda path, timeout_s, cancel=None: ran.append(path) or
                         repro.ReproResult(repro.REPRO_OK, "FIXED", 0.1))
-    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
+    monkeypatch.setattr(plain_repro, "export_plain",
+                        lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
     (tmp_path / "repros").mkdir()
     (tmp_path / "repros" / "p.py").write_text("plain")
     repro.export_findings(_store(tmp_path, {"a": False}), tmp_path / "repros", emit=print, timeout_s=60)
@@ -194,4 +196,5 @@ def test_a_check_cut_by_the_time_keeps_the_last_one(tmp_path: Path, checks: list
     f, = FindingsStore(tmp_path)
     assert len(checks) == 1 and f.repro["exit_code"] is None and f.repro["plain"]["verified"]
     assert f.repro["verdict"].startswith("not checked: the 0s for repro checks were spent (last checked ")
-    assert f.repro["verdict"].endswith(": exit 1)") and "plain, as searched" in (tmp_path / "repros" / "p.py").read_text()
+    assert f.repro["verdict"].endswith(": exit 1)")
+    assert "plain, as searched" in (tmp_path / "repros" / "p.py").read_text()

@@ -39,9 +39,10 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                     | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
                        "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
-                    | {f"known-region:{name}" for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
-                                                           "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
-                                                           "cpp-gemm-dynamic-recompile-crash")}),
+                    | {f"known-region:{name}"
+                       for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
+                                    "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
+                                    "cpp-gemm-dynamic-recompile-crash")}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }

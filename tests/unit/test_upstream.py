@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from fuzz.cli import main
-from fuzz.store.findings import Finding, FindingsStore, record_from_violation
 from fuzz.bugs.known_bugs import KNOWN_BUGS
 from fuzz.bugs.upstream import ROOT_CAUSES, group_findings, trigger, write_drafts
+from fuzz.cli import main
+from fuzz.store.findings import Finding, FindingsStore, record_from_violation
 
 MM = {"op": "mm", "device": "cpu", "config": {"max_autotune": True},
       "inputs": [{"shape": [4, 8], "stride": [8, 1], "offset": 0, "dtype": "float32"},
@@ -81,7 +81,8 @@ def _exported(tmp_path: Path, findings: list[Finding]) -> Path:
 PLAIN = {"path": "repros/x_plain.py", "log": "repros/x_plain.log", "environment": "repros/environment.txt",
          "verified": True, "reproduced": True, "confirmed": True, "torch": "2.13.0+cpu", "check": "raises",
          "outcome": {"status": "raised", "type": "IndexError", "message": "list index out of range",
-                     "frame": "kernel/mm.py:tuned_addmm", "location": "/site-packages/torch/_inductor/kernel/mm.py:675"},
+                     "frame": "kernel/mm.py:tuned_addmm",
+                     "location": "/site-packages/torch/_inductor/kernel/mm.py:675"},
          "flips": [{"change": "`torch.compile` without `mode=\"max-autotune\"`", "status": "passed"},
                    {"change": "`max_autotune_gemm_backends='ATEN'`", "status": "raised", "type": "IndexError",
                     "frame": "kernel/mm.py:tuned_addmm"}]}
@@ -95,7 +96,8 @@ def test_draft_holds_what_a_maintainer_asks_for(tmp_path: Path) -> None:
     assert draft.startswith("# [inductor] max-autotune addmm with a 0-d bias: IndexError in tuned_addmm")
     assert "raises `IndexError: list index out of range` (every run)" in draft
     assert '```python\nimport torch\nprint("torch")\n```' in draft
-    assert '**Observed** (torch 2.13.0+cpu):\n\n```\n  File "/site-packages/torch/_inductor/kernel/mm.py", line 675' in draft
+    assert ('**Observed** (torch 2.13.0+cpu):\n\n```\n'
+            '  File "/site-packages/torch/_inductor/kernel/mm.py", line 675') in draft
     assert '- `torch.compile` without `mode="max-autotune"`: **passes**' in draft
     assert "- `max_autotune_gemm_backends='ATEN'`: still fails the same way" in draft
     assert "`torch/_inductor/kernel/mm.py:675` in `tuned_addmm`" in draft
@@ -105,7 +107,8 @@ def test_draft_holds_what_a_maintainer_asks_for(tmp_path: Path) -> None:
 
 
 def test_a_bug_eager_shares_is_called_an_aten_bug(tmp_path: Path) -> None:
-    plain = {**PLAIN, "check": "exact", "outcome": {"status": "mismatch", "type": "AssertionError", "message": "2 of 4"},
+    plain = {**PLAIN, "check": "exact",
+             "outcome": {"status": "mismatch", "type": "AssertionError", "message": "2 of 4"},
              "flips": [{"change": "eagerly (no `torch.compile`)", "status": "mismatch", "type": "AssertionError"}]}
     write_drafts([finding("exact-mismatch:int_mm:int8", oracle="numerics", plain=plain)], tmp_path, [tmp_path], print)
     draft = next(tmp_path.glob("numerics-*.md")).read_text()
