@@ -44,24 +44,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+def pytest_runtest_call(item: pytest.Item):
     """After a passing `reject_ceiling` test (all its Hypothesis examples), check its op's reject
     rate over its own cases (not those other tests of this xdist worker ran)."""
     ceiling = item.get_closest_marker("reject_ceiling") is not None
     if ceiling:
         from tests.checking import forget_tally
 
-        forget_tally(item.callspec.params["op"])  # type: ignore[attr-defined]
+        forget_tally(item.callspec.params["op"])
     result = yield
     if ceiling:
         from tests.checking import assert_reject_rate_within_ceiling
 
-        assert_reject_rate_within_ceiling(item.callspec.params["op"])  # type: ignore[attr-defined]
+        assert_reject_rate_within_ceiling(item.callspec.params["op"])
     return result
 
 
 @pytest.fixture(scope="session")
-def fuzz_session():  # type: ignore[no-untyped-def]
+def fuzz_session():
     from fuzz.probe.speedups import speed_up_compiles
     from fuzz.run.session import FuzzSession
 

@@ -96,7 +96,8 @@ def prefixes(a: Tensor, b: Tensor) -> Prefixes:
     broadcasting like matmul), a chunk of rows at a time: each chunk's prefix sums are reduced
     before the next is formed, so memory stays near PREFIX_CHUNK elements (one row of every
     batch at least) whatever the case's size."""
-    a, b = torch.broadcast_tensors(a[..., :, :, None], b[..., None, :, :])  # (..., M, K, N)
+    a, b = torch.broadcast_tensors(  # type: ignore[no-untyped-call]  # torch 2.13 leaves it unannotated
+        a[..., :, :, None], b[..., None, :, :])  # (..., M, K, N)
     per_row = math.prod(a.shape[:-3]) * a.shape[-2] * a.shape[-1]
     rows = max(1, PREFIX_CHUNK // max(1, per_row))
     spread, drift = [], []

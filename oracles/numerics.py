@@ -114,7 +114,8 @@ def _check_output(op: str, c: OutputCheck) -> list[Violation]:
 
 def _exact_wrong(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
     """Elements of `values` that differ from the exact result (NaN matches NaN)."""
-    v64, ref = values.double(), c.reference
+    v64 = values.double()
+    ref: torch.Tensor = c.reference
     return (v64 != ref) & ~(v64.isnan() & ref.isnan())
 
 
@@ -158,7 +159,8 @@ def _nonfinite_wrong(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
     """Where `values` has NaN where the reference has not (or misses its NaN), another value where
     it is infinite, or an infinity elsewhere (one of the reference's sign is allowed where the
     value may overflow)."""
-    got, ref = values.double(), c.reference
+    got = values.double()
+    ref: torch.Tensor = c.reference
     judged, overflow = _judged(c)
     nan_wrong = (torch.isnan(got) != torch.isnan(ref)) & (judged | overflow | ~torch.isfinite(ref))
     inf_wrong = torch.isinf(ref) & (got != ref)

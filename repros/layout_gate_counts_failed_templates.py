@@ -28,7 +28,7 @@ seen: list[tuple[str, bool]] = []  # (kind of each choice, whether its layout is
 
 
 class Recording(type(V.choices)):  # the choices handler inductor is using, plus a record
-    def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):  # type: ignore[no-untyped-def]
+    def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
         out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
         seen.extend((type(c).__name__, isinstance(c.layout, FlexibleLayout)) for c in out)
         return out

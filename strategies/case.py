@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2, "baddbmm": 3, "matmul": 2, "mm_out_dtype": 2, "int_mm": 2,
@@ -228,7 +229,7 @@ def validate_config_keys(config: Mapping[str, Any]) -> None:
             raise CaseError(f"unknown inductor config key {key!r} (not in torch._inductor.config of this torch)")
 
 
-def _expect_keys(data: Mapping[str, Any], keys: set[str], what: str, optional: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+def _expect_keys(data: Mapping[str, Any], keys: set[str], what: str, optional: AbstractSet[str] = frozenset()) -> None:
     if not isinstance(data, Mapping):
         raise CaseError(f"a {what} must be a JSON object")
     missing, extra = keys - set(data), set(data) - keys - optional

@@ -113,6 +113,8 @@ def _dim_roles(op: str, index: int, rank: int) -> tuple[str | None, ...]:
     if op == "scaled_mm" and index >= 2:  # scales: () tensor-wise, (M, 1) and (1, N) row-wise
         return () if rank == 0 else (("M", None) if index == 2 else (None, "N"))
     pair = index % 2 if op == "mm_plus_mm" else index
+    rows: str | None
+    cols: str | None
     rows, cols = (("M", "K"), ("K", "N"))[pair]
     if op == "mm_plus_mm" and index >= 2:
         rows, cols = (rows, None) if pair == 0 else (None, cols)
@@ -228,7 +230,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode)) if m or c != "view_row")  # row 0 must exist
-    kinds = STRIDE_KINDS if "mutate_input" not in consumers else ("contiguous", "transposed", "padded", "offset")
+    kinds: tuple[str, ...] = STRIDE_KINDS if "mutate_input" not in consumers \
+        else ("contiguous", "transposed", "padded", "offset")
     if on_cuda_int or op == "scaled_mm":  # cuBLASLt: row-major, 16-byte aligned
         kinds = ("contiguous",)
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))

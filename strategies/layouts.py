@@ -35,7 +35,8 @@ def strided(draw: st.DrawFn, shape: tuple[int, ...], dtype: str,
     if kind == "batch_inner":  # (rows, batch, cols) in memory, viewed as (batch, rows, cols)
         strides: tuple[int, ...] = (max(cols, 1), nb * max(cols, 1), 1)
     else:
-        outer, acc = [], max(matrix, 1)
+        outer: list[int] = []
+        acc = max(matrix, 1)
         for b in reversed(batch):
             outer.insert(0, acc)
             acc *= max(b, 1)

@@ -46,8 +46,8 @@ def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Drive
     cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
            "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
            "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
-    driver = rounds.Driver(cfg, Pipe(), Pipe())  # type: ignore[arg-type]
-    driver.executor, driver.env = FakeWorker(), {"host": "test"}  # type: ignore[assignment]
+    driver = rounds.Driver(cfg, Pipe(), Pipe())
+    driver.executor, driver.env = FakeWorker(), {"host": "test"}
     driver.deadline = time.time() + 60
     driver.start_stream("cpu", ["mm"])
     return driver

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fuzz.bugs.entry import BATCHED_OPS, DEFAULT_BACKENDS, HALF
 from strategies.case import Case, TensorSpec, contiguous_strides
@@ -24,12 +25,12 @@ def without_backend(backend: str) -> Callable[[Case], Case]:
     return drop
 
 
-def _fields(case: Case) -> dict[str, object]:
+def _fields(case: Case) -> dict[str, Any]:
     return {f.name: getattr(case, f.name) for f in dataclasses.fields(case) if f.name not in ("config", "params")} \
         | {"params": case.params_dict}
 
 
-def replace(case: Case, **changes: object) -> Case:
+def replace(case: Case, **changes: Any) -> Case:
     return Case.make(**{**_fields(case), "config": case.config_dict, **changes})
 
 

@@ -307,7 +307,7 @@ def render_draft(group: Group, sources: Sequence[Path]) -> str:
         out += [f"**Observed** (torch {plain.get('torch')}):", "", *_fence(_observed(log) + ending), ""]
         if len(log.splitlines()) > len(_observed(log).splitlines()):
             out += ["<details><summary>Full output</summary>", "", *_fence(_tail(log)), "", "</details>", ""]
-    out += [f"**Expected**: {EXPECTED.get(plain.get('check'), EXPECTED['raises'])}", ""]
+    out += [f"**Expected**: {EXPECTED.get(str(plain.get('check')), EXPECTED['raises'])}", ""]
     out += _flips(plain)
     out += ["**Suspected location**: " + _suspect(group, _dict(plain.get("outcome"))), ""]
     out += _others([f for f in group.findings if f is not rep], sources)

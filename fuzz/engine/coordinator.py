@@ -22,7 +22,7 @@ import json
 import socket
 import time
 from collections.abc import Callable
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from fuzz.engine.rounds import LOG_DIR
@@ -223,10 +223,9 @@ class Coordinator:
             end = max(d.deadline or self.started + 900 + self.opts.budget_s for d in self.drivers if not d.done)
             hard_stop = end + self.opts.shrink_s + self.opts.case_timeout_s + STOP_GRACE_S
             live = {d.child.from_child: d for d in self.drivers if not d.done}
-            for conn in wait(list(live), timeout=0.5):
-                d = live[conn]  # type: ignore[index]
+            for d in [live[conn] for conn in wait(list(live), timeout=0.5) if isinstance(conn, Connection)]:
                 try:
-                    kind, payload = conn.recv()  # type: ignore[union-attr]
+                    kind, payload = d.child.from_child.recv()
                 except (EOFError, OSError):
                     d.done = True
                     if not self.fatal and not self.aborted:

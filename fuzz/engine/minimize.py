@@ -112,8 +112,11 @@ def _narrow_config_lists(case: CaseJson, attempt: Callable[[CaseJson], bool], re
             continue
         items = value.split(",")
         config = case["config"]
-        kept = ddmin(items, lambda xs, k=key, c=case, cfg=config: bool(xs)
-                     and attempt({**c, "config": {**cfg, k: ",".join(xs)}}))
+
+        def fails(xs: list[str], k: str = key, c: CaseJson = case, cfg: dict[str, Any] = config) -> bool:
+            return bool(xs) and attempt({**c, "config": {**cfg, k: ",".join(xs)}})
+
+        kept = ddmin(items, fails)
         if kept and len(kept) < len(items):
             report.dropped += [f"config.{key}:{item}" for item in items if item not in kept]
             case = {**case, "config": {**case["config"], key: ",".join(kept)}}
@@ -125,7 +128,11 @@ def _drop_list_elements(case: CaseJson, attempt: Callable[[CaseJson], bool], rep
         value = case[field]
         if field in PROTECTED or not isinstance(value, list) or not value:
             continue
-        kept = ddmin(range(len(value)), lambda idx, f=field, v=value, c=case: attempt({**c, f: [v[i] for i in idx]}))
+
+        def fails_without(idx: list[int], f: str = field, v: list[Any] = value, c: CaseJson = case) -> bool:
+            return attempt({**c, f: [v[i] for i in idx]})
+
+        kept = ddmin(range(len(value)), fails_without)
         if len(kept) < len(value):
             report.dropped += [f"{field}[{i}]={value[i]!r}" for i in range(len(value)) if i not in kept]
             case = {**case, field: [value[i] for i in kept]}

@@ -139,7 +139,7 @@ def pin_local_constants() -> None:
     for info in sorted(pkgutil.iter_modules(strategies.__path__), key=lambda m: m.name):
         pool |= constants_from_module(importlib.import_module(f"strategies.{info.name}"))
     assert hasattr(providers, "_get_local_constants"), "Hypothesis draws local constants some other way now"
-    providers._get_local_constants = lambda: pool  # type: ignore[attr-defined]
+    providers._get_local_constants = lambda: pool
     providers.CONSTANTS_CACHE.cache.clear()
 
 

@@ -224,8 +224,8 @@ def _preload() -> bool:
     """Import the suite (torch, inductor's config and lowering, the oracles) and, where torch found
     no CUDA driver, the compiler's modules too: on the H200 (torch 2.11) one of them initializes
     the driver at import, after which no worker could be forked. True if the compiler was loaded."""
-    import fuzz.run.session  # noqa: F401
-    import strategies.case  # noqa: F401
+    import fuzz.run.session  # noqa: F401 - imported for its side effect: loaded before the fork
+    import strategies.case  # noqa: F401 - imported for its side effect: loaded before the fork
     from fuzz.probe.speedups import preload_compiler
 
     with open("/proc/self/maps") as maps:

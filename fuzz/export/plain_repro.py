@@ -629,7 +629,8 @@ def plain_summary(plain: dict[str, Any]) -> str:
     (every run)", or why there is none."""
     if plain.get("unsupported"):
         return f"none: {plain['unsupported']}"
-    outcome = plain.get("outcome") if isinstance(plain.get("outcome"), dict) else {}
+    recorded = plain.get("outcome")
+    outcome: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     message = str(outcome.get("message"))[:200]  # a failed C++ compile's is its whole command line
     what = {"raised": f"raises `{outcome.get('type')}: {message}`", "mismatch": f"returns wrong results (`{message}`)",
             "killed": f"kills the process with {outcome.get('type')}", "hang": "hangs",

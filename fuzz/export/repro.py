@@ -75,6 +75,7 @@ def vendored_modules(entries: Iterable[str] = ENTRY_MODULES) -> dict[str, tuple[
             todo.append(name.rpartition(".")[0])
         package = name if is_package else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(source, str(path))):
+            targets: list[tuple[str, list[str]]]
             if isinstance(node, ast.Import):
                 targets = [(a.name, []) for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -473,7 +474,8 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
         if verify and len(again) < len(written) and not skipped() else None
     for i in again:
         f, path = written[i]
-        results[i] = ReproResult(f.repro["exit_code"], f.repro["verdict"], f.repro["seconds"] or 0.0), f.repro["plain"]
+        before = f.repro or {}  # `again` holds only findings with a repro record
+        results[i] = ReproResult(before["exit_code"], before["verdict"], before["seconds"] or 0.0), before["plain"]
         emit(f"repro {path}: reproduced before with this torch, code and case (exit 1), not run again")
     queue = [i for i in range(len(written)) if i not in again]
     if queue:

@@ -16,7 +16,7 @@ def inductor_config_keys() -> frozenset[str]:
     """Every key of the installed torch._inductor.config (dotted sub-configs included)."""
     from torch._inductor import config
 
-    return frozenset(config._config)
+    return frozenset(config._config)  # type: ignore[attr-defined]  # a ConfigModule at run time; the stub is the module
 
 
 def config_patch(patch: Mapping[str, Any]) -> AbstractContextManager[Any]:

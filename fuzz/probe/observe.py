@@ -262,7 +262,8 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
         return lowered
 
     originals = {t: fn for t, fn in lowerings.items()
-                 if str(getattr(t, "_overloadpacket", "")) in MM_FAMILY_TARGETS and t.namespace == "aten"}
+                 if str(getattr(t, "_overloadpacket", "")) in MM_FAMILY_TARGETS
+                 and getattr(t, "namespace", None) == "aten"}
     _require(bool(originals), "lowerings of aten.mm/addmm/bmm")
     from torch._inductor.graph import GraphLowering
 
@@ -274,12 +275,12 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
         return out
 
     lowerings.update({t: watch(t, fn) for t, fn in originals.items()})
-    GraphLowering.codegen = placed
+    GraphLowering.codegen = placed  # type: ignore[method-assign,assignment]  # patched for the body, restored after
     try:
         yield
     finally:
         lowerings.update(originals)
-        GraphLowering.codegen = codegen
+        GraphLowering.codegen = codegen  # type: ignore[method-assign]  # the original, back
 
 
 @contextlib.contextmanager
@@ -294,8 +295,8 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
 
     rec = Recording()
 
-    class RecordingChoices(type(V.choices)):  # type: ignore[misc]
-        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):  # type: ignore[no-untyped-def]
+    class RecordingChoices(type(V.choices)):  # type: ignore[misc]  # the handler's class is known at run time only
+        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
             gate = gate_now(device_type)
             out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
             rec.selections.append(SelectionEvent("template_configs", op_name, tuple(record_choice(c) for c in out),
@@ -336,7 +337,7 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
 
 
 def _static(values: Any) -> tuple[int | None, ...]:
-    out = []
+    out: list[int | None] = []
     for v in values:
         try:
             out.append(int(v))

@@ -41,8 +41,8 @@ def precompile_benchmark_headers() -> bool:
     def uncompiled_header(cls: type, device: str) -> str | None:
         return prefix(device) if cls is base else original.__func__(cls, device)
 
-    uncompiled_header.mm_fuzz_prefix_header = True  # type: ignore[attr-defined]
-    base._get_uncompiled_header = classmethod(uncompiled_header)  # type: ignore[method-assign,assignment]
+    uncompiled_header.mm_fuzz_prefix_header = True  # type: ignore[attr-defined]  # a marker: patched once
+    base._get_uncompiled_header = classmethod(uncompiled_header)  # type: ignore[method-assign,assignment]  # the patch
     return True
 
 
@@ -103,7 +103,7 @@ def _wrap_compile_commands(marker: str, wrap: Callable[[CompileCommand], Compile
     if not getattr(original, marker, False):
         runner = wrap(original)
         setattr(runner, marker, True)
-        cpp_builder._run_compile_cmd = runner
+        cpp_builder._run_compile_cmd = runner  # type: ignore[assignment]  # the patch: a wrapper of the original
     return True
 
 
@@ -190,7 +190,7 @@ def skip_guard_latency_profiling() -> bool:
 
     if not callable(getattr(guards, "profile_guard_manager", None)):
         return False
-    guards.profile_guard_manager = _no_guard_latency
+    guards.profile_guard_manager = _no_guard_latency  # type: ignore[assignment]  # the patch (it takes any arguments)
     return True
 
 
@@ -212,8 +212,8 @@ def parse_templates_once() -> bool:
     if getattr(held.__func__, "mm_fuzz_parsed_once", False):
         return True
     parse = functools.lru_cache(maxsize=1024)(held.__func__)
-    parse.mm_fuzz_parsed_once = True  # type: ignore[attr-defined]
-    KernelTemplate._template_from_string = staticmethod(parse)  # type: ignore[method-assign,assignment]
+    parse.mm_fuzz_parsed_once = True  # type: ignore[attr-defined]  # a marker: patched once
+    KernelTemplate._template_from_string = staticmethod(parse)  # type: ignore[method-assign]  # the patch: a cached parse
     return True
 
 
@@ -262,7 +262,7 @@ def serialize_gpu_benchmarks(lock_path: str) -> bool:
 
     timer = getattr(benchmarking, "benchmarker", None)
     names = [n for n in ("benchmark_gpu", "benchmark_gpu_with_cuda_graph") if callable(getattr(timer, n, None))]
-    if "benchmark_gpu" not in names:
+    if timer is None or "benchmark_gpu" not in names:
         return False
     if getattr(timer.benchmark_gpu, "mm_fuzz_locked", False):
         return True
@@ -283,7 +283,7 @@ def serialize_gpu_benchmarks(lock_path: str) -> bool:
                 depth.n -= 1
                 if outer:
                     fcntl.flock(handle, fcntl.LOCK_UN)
-        timed.mm_fuzz_locked = True  # type: ignore[attr-defined]
+        timed.mm_fuzz_locked = True  # type: ignore[attr-defined]  # a marker: locked once
         return timed
 
     for name in names:

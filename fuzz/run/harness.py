@@ -66,7 +66,7 @@ def kernel_model(case: Case, choices: Sequence[ChoiceRecord]) -> KernelModel:
                        fp8=cuda and case.inputs[0].dtype.startswith("float8"))
 
 
-def _calls(case: Case) -> list[Sequence[TensorSpec]]:
+def _calls(case: Case) -> list[tuple[TensorSpec, ...]]:
     return [case.inputs] + ([case.second_call] if case.second_call else [])
 
 
@@ -82,7 +82,7 @@ def _metas(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> l
 
     named = [(f"out{k}", storage(t)) for k, t in enumerate(outputs)] + \
         [(f"in{i}", storage(t)) for i, t in enumerate(inputs)]
-    return [TensorMeta(tuple(t.stride()), t.storage_offset(), t._is_view(),
+    return [TensorMeta(tuple(t.stride()), int(t.storage_offset()), t._is_view(),
                        tuple(name for name, ptr in named
                              if ptr is not None and ptr == storage(t) and name != f"out{k}"))
             for k, t in enumerate(outputs)]

@@ -12,8 +12,8 @@ correct kernel is bit-exact)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, cast
 
 import torch
 
@@ -91,7 +91,7 @@ class Reference:
     def product(self, left: str, right: str, dtype: torch.dtype) -> Tracked:
         """`left @ right` (expressions over the inputs) as a kernel rounding to `dtype` computes it."""
         a, b = eval(left, self.env), eval(right, self.env)  # noqa: S307 - our own tables
-        value, mag = a @ b, eval(left, self.abs_env) @ eval(right, self.abs_env)  # noqa: S307
+        value, mag = a @ b, eval(left, self.abs_env) @ eval(right, self.abs_env)  # noqa: S307 - our own tables
         bound = accumulation(mag, prefixes(a, b), dtype, self.model) + rounding(value, dtype)
         exact = _exact_sum(a, b, mag, dtype, self.model) and representable(value, dtype)
         return _partial_sums_overflow(Tracked(value, bound, mag, dtype, exact))
@@ -334,18 +334,24 @@ def _op_result(case: Case, ref: Reference) -> Tracked:
             part = ref.product(left, term.right.format(*(f"x{i}" for i in range(len(case.inputs)))), dtype)
             part.bound = part.bound - rounding(part.value, dtype)  # rounded below, with the sum
         if scale == 0:
-            part = Tracked(*(torch.zeros_like(part.value) for _ in range(3)), dtype, True)
+            part = Tracked(torch.zeros_like(part.value), torch.zeros_like(part.value), torch.zeros_like(part.value),
+                           dtype, True)
         scaled = Tracked(scale * part.value, abs(scale) * part.bound, abs(scale) * part.mag, dtype, part.exact)
         if not scalar_representable(scale, dtype):  # a kernel may round the scalar to the dtype first
             scaled = Tracked(scaled.value, scaled.bound + rounding(scaled.value, dtype), scaled.mag, dtype, False)
         parts.append(scaled)
-    value = sum(p.value for p in parts)
-    bound = sum(p.bound for p in parts) + rounding(value, dtype)
+    value = _total(p.value for p in parts)
+    bound = _total(p.bound for p in parts) + rounding(value, dtype)
     exact = all(p.exact for p in parts) and representable(value, dtype)
     if len(parts) > 1:  # a kernel may round each term (e.g. alpha * (a @ b)) before adding them
-        bound = bound + sum(rounding(p.value, dtype) for p in parts)
+        bound = bound + _total(rounding(p.value, dtype) for p in parts)
         exact = exact and all(representable(p.value, dtype) for p in parts)
-    return Tracked(value, bound, sum(p.mag for p in parts), dtype, exact)
+    return Tracked(value, bound, _total(p.mag for p in parts), dtype, exact)
+
+
+def _total(tensors: Iterable[Tensor]) -> Tensor:
+    """sum() of tensors (never none: every op has a term): a tensor, which sum()'s type does not say."""
+    return cast(Tensor, sum(tensors))
 
 
 def scalar_representable(scale: float, dtype: torch.dtype) -> bool:

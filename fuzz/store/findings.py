@@ -19,7 +19,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +208,7 @@ class FindingsStore:
         self.paths[finding.key] = path
         return path
 
-    def __iter__(self) -> Iterable[Finding]:
+    def __iter__(self) -> Iterator[Finding]:
         return iter(sorted(self.findings.values(), key=lambda f: (f.status, f.oracle, f.signature)))
 
     def __len__(self) -> int:

@@ -193,25 +193,25 @@ class RedisStore:
         return str(self.client.info("server").get("run_id", ""))
 
     def claims(self) -> set[str]:
-        return {k.decode() for k in self.client.hkeys(f"{PREFIX}claims")}
+        return {_text(k) for k in self.client.hkeys(f"{PREFIX}claims")}
 
     def load(self, warn: Warn) -> tuple[list[Finding], list[dict[str, Any]], list[dict[str, Any]]]:
-        keys = sorted(k.decode() for k in self.client.smembers(f"{PREFIX}keys"))
+        keys = sorted(_text(k) for k in self.client.smembers(f"{PREFIX}keys"))
         pipe = self.client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(f"{PREFIX}finding:{key}")
         findings = []
         for key, per_host in zip(keys, pipe.execute(), strict=True):
             for host, text in sorted(per_host.items()):
-                parsed = _parse(text, lambda d: Finding.from_json(d), f"finding {key} of host {host.decode()}", warn)
+                parsed = _parse(text, lambda d: Finding.from_json(d), f"finding {key} of host {_text(host)}", warn)
                 if parsed is not None:
                     findings.append(parsed)
         hosts = self.client.hgetall(f"{PREFIX}hosts")
         records = [r for host, text in sorted(hosts.items())
-                   if (r := _parse(text, _record, f"campaign record of host {host.decode()}", warn)) is not None]
+                   if (r := _parse(text, _record, f"campaign record of host {_text(host)}", warn)) is not None]
         samples = []
         for host in sorted(hosts):
-            for _, text in sorted(self.client.hgetall(f"{PREFIX}samples:{host.decode()}").items()):
+            for _, text in sorted(self.client.hgetall(f"{PREFIX}samples:{_text(host)}").items()):
                 if (s := _parse(text, dict, "sample", warn)) is not None:
                     samples.append(s)
         return merge(findings), records, samples
@@ -223,7 +223,12 @@ def _record(data: Any) -> dict[str, Any]:
     return data
 
 
-def _parse(text: bytes, make: Callable[[Any], Any], what: str, warn: Warn) -> Any:
+def _text(value: bytes | str) -> str:
+    """A Redis key or field as text (the client returns bytes: no decode_responses)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _parse(text: bytes | str, make: Callable[[Any], Any], what: str, warn: Warn) -> Any:
     try:
         return make(json.loads(text))
     except (ValueError, TypeError) as e:

@@ -36,7 +36,7 @@ def is_campaign(path: Path) -> bool:
 
 def resolve(texts: Iterable[str]) -> Sources:
     """Sort the command line's sources by kind, each once; SourceError for one that is not there."""
-    out, seen = Sources(), set()
+    out, seen = Sources(), set[str | Path]()
     for text in texts:
         if is_url(text):
             if text not in seen:

@@ -43,7 +43,7 @@ def coverage_summary(data_dir: Path) -> dict[str, Any] | None:
     cov = coverage.Coverage(data_file=str(combined), config_file=str(CONFIG))
     cov.combine(parts, keep=True)
     cov.save()
-    files = []
+    files: list[dict[str, Any]] = []
     for name in sorted(cov.get_data().measured_files()):
         _, statements, _, missing, _ = cov.analysis2(name)
         covered = len(statements) - len(missing)

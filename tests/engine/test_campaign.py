@@ -82,7 +82,7 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     driver = fake_driver()
     driver.run_round(2)  # its first failing case has 109 rows
-    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    sent = driver.outbox.sent
     assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
     minimized = [p for k, p in sent if k == "minimized"]
     assert len(minimized) == 1 and minimized[0]["key"] == "numerics/fake:mm"
@@ -103,11 +103,11 @@ def test_the_example_database_is_written_and_replayed_once_without_deleting(tmp_
     assert stored  # the shrunk failing example is saved
     resumed = fake_driver(claimed=("numerics/fake:mm",), db=db)  # another session (or host)
     resumed.replay()
-    assert resumed.executor.cases[0]["inputs"][0]["shape"][0] == 5  # type: ignore[attr-defined]
+    assert resumed.executor.cases[0]["inputs"][0]["shape"][0] == 5
     assert sorted(p for p in (tmp_path / "examples").rglob("*") if p.is_file()) == stored  # read-only
     fresh = fake_driver(claimed=("numerics/fake:mm",))  # without the database: nothing to replay
     fresh.replay()
-    assert fresh.executor.cases == []  # type: ignore[attr-defined]
+    assert fresh.executor.cases == []
     logs = [io.StringIO(), io.StringIO()]
     for driver, log in zip((resumed, fresh), logs, strict=True):
         driver.stream_log = log
@@ -118,10 +118,10 @@ def test_the_example_database_is_written_and_replayed_once_without_deleting(tmp_
 
 def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> None:
     driver = fake_driver()
-    driver.executor = FakeWorker(("fake", "other"))  # type: ignore[assignment]
+    driver.executor = FakeWorker(("fake", "other"))
     driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
     driver.run_round(0)
-    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    sent = driver.outbox.sent
     assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm", "numerics/other:mm"]
     minimized = {p["key"]: p for k, p in sent if k == "minimized"}
     assert minimized["numerics/fake:mm"]["minimization"]["hypothesis_shrinks"] > 0
@@ -132,7 +132,7 @@ def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
     driver = fake_driver()
     driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
     driver.run_round(0)
-    kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
+    kinds = [k for k, _ in driver.outbox.sent]
     assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
     assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
 
@@ -140,12 +140,12 @@ def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
     driver = fake_driver(claimed=("numerics/fake:mm",))
     driver.run_round(0)
-    kinds = [k for k, _ in driver.outbox.sent]  # type: ignore[attr-defined]
+    kinds = [k for k, _ in driver.outbox.sent]
     assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
     late = fake_driver()
     late.deadline = time.time() - 1
     late.run_round(0)
-    assert late.executor.cases == []  # type: ignore[attr-defined]
+    assert late.executor.cases == []
 
 
 def test_sightings_classify_deaths_new_and_known_violations() -> None:

@@ -145,7 +145,7 @@ def compiler_runs(monkeypatch: pytest.MonkeyPatch, outcome: object = None) -> li
     def run(cmd: str, cwd: str) -> None:
         runs.append(cmd)
         if outcome is not None:
-            raise outcome  # type: ignore[misc]
+            raise outcome
         real(cmd, cwd)
 
     monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
@@ -247,7 +247,7 @@ def linked_through_gold(monkeypatch: pytest.MonkeyPatch, compiler: object = None
 
     def run(cmd: str, cwd: str) -> None:
         commands.append(cmd)
-        compiler(cmd) if compiler is not None else real(cmd, cwd)  # type: ignore[operator]
+        compiler(cmd) if compiler is not None else real(cmd, cwd)
 
     monkeypatch.setattr(cpp_builder, "_run_compile_cmd", run)
     monkeypatch.setattr(speedups, "GOLD_REFUSED", {})

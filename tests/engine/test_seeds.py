@@ -78,11 +78,11 @@ def stream(driver: rounds.Driver) -> list[str]:
 @functools.cache
 def quiet_stream() -> list[str]:
     driver = fake_driver()
-    driver.executor = FakeWorker(())  # type: ignore[assignment]
+    driver.executor = FakeWorker(())
     driver.stream_log = io.StringIO()
     for number in range(ROUNDS):
         driver.run_round(number)
-    assert not any(k in ("finding", "claim") for k, _ in driver.outbox.sent)  # type: ignore[attr-defined]
+    assert not any(k in ("finding", "claim") for k, _ in driver.outbox.sent)
     return stream(driver)
 
 
@@ -90,12 +90,12 @@ def eventful_driver(tmp_path: Path, budget: int = 30) -> rounds.Driver:
     """Driver 0 of the same seed, replaying first a database where driver 1 stored what it shrank."""
     db = str(tmp_path / "examples")
     other = fake_driver(db=db)
-    other.index, other.executor = 1, FakeWorker(("db",), rows=64)  # type: ignore[assignment]
+    other.index, other.executor = 1, FakeWorker(("db",), rows=64)
     other.run_round(1)
     driver = fake_driver(db=db)
     inbox = Inbox()
-    driver.inbox = inbox  # type: ignore[assignment]
-    driver.executor = Eventful(driver, inbox, budget)  # type: ignore[assignment]
+    driver.inbox = inbox
+    driver.executor = Eventful(driver, inbox, budget)
     driver.stream_log = io.StringIO()
     driver.spent["exploring"] = 1e9  # shrinking may always take its half (that decision is timing's)
     driver.replay()
@@ -108,7 +108,7 @@ def test_a_drivers_stream_is_the_same_whatever_happens_meanwhile(tmp_path: Path)
     quiet = quiet_stream()
     driver = eventful_driver(tmp_path)
     eventful = stream(driver)
-    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    sent = driver.outbox.sent
     claims = [p for k, p in sent if k == "claim"]
     assert claims[:3] == ["numerics/db:mm", "process/killed:SIGSEGV:mm", "numerics/new:mm"]
     assert "numerics/other:mm" not in claims  # another driver's
@@ -136,9 +136,9 @@ class ClaimedMeanwhile(FakeWorker):
 def test_a_finding_claimed_while_its_case_ran_is_not_claimed_twice() -> None:
     driver = fake_driver()
     inbox = Inbox()
-    driver.inbox, driver.executor = inbox, ClaimedMeanwhile(inbox)  # type: ignore[assignment]
+    driver.inbox, driver.executor = inbox, ClaimedMeanwhile(inbox)
     driver.run_round(2)
-    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    sent = driver.outbox.sent
     assert any(k == "finding" for k, _ in sent) and not any(k in ("claim", "minimized") for k, _ in sent)
 
 
@@ -160,7 +160,7 @@ def test_the_stream_check_catches_a_round_cut_short_by_a_claim(tmp_path: Path, m
 
 def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
     driver = eventful_driver(tmp_path, budget=10**6)
-    sent = driver.outbox.sent  # type: ignore[attr-defined]
+    sent = driver.outbox.sent
     explored = [p for k, p in sent if k == "finding" and p["origin"]["phase"] == "explore"]
     assert {p["origin"]["round"] for p in explored} == set(range(ROUNDS))
     for p in explored[::7]:
@@ -178,7 +178,7 @@ def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
 def test_regenerate_command_and_report_show_the_position(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     driver = fake_driver()
     driver.run_round(1)
-    payload = next(p for k, p in driver.outbox.sent if k == "finding")  # type: ignore[attr-defined]
+    payload = next(p for k, p in driver.outbox.sent if k == "finding")
     finding = Finding.from_json(payload)
     path = tmp_path / "finding.json"
     path.write_text(json.dumps(finding.to_json()))

@@ -180,7 +180,7 @@ def test_lowering_that_raises_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> Non
     case = make_case("bmm")
     real = InductorChoices.get_template_configs
 
-    def broken(self, kernel_inputs, templates, op_name, kwarg_overrides=None):  # type: ignore[no-untyped-def]
+    def broken(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
         if op_name == "bmm":
             raise IndexError("planted")
         return real(self, kernel_inputs, templates, op_name, kwarg_overrides)

@@ -308,7 +308,7 @@ def test_a_triton_template_rounding_its_accumulator_per_k_tile_is_caught(monkeyp
     assert session.evaluate(case).violations == [], "the real inductor must pass this case"
     real, rewritten = async_compile.AsyncCompile.triton, []
 
-    def triton(self, kernel_name, source_code, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def triton(self, kernel_name, source_code, *args, **kwargs):
         if TRITON_DOT in source_code:
             rewritten.append(kernel_name)
             source_code = source_code.replace(

@@ -109,7 +109,7 @@ def test_a_choice_beyond_the_gpus_resources_is_unavailable_and_any_other_crash_i
     real = CppTemplateCaller.output_node
     calls = {"n": 0}
 
-    def fails_alone(exc: Exception):  # type: ignore[no-untyped-def]
+    def fails_alone(exc: Exception):
         def output_node(self: CppTemplateCaller) -> object:
             calls["n"] += 1
             if calls["n"] > 1:  # the autotuned compile's winner builds; the single-choice compile fails

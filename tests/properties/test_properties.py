@@ -38,7 +38,7 @@ def op_params(device: str) -> list[Any]:
 @pytest.mark.reject_ceiling
 @pytest.mark.parametrize("op", op_params(default_device()))
 @given(data=st.data())
-def test_op_passes_all_oracles(op, fuzz_session, request, data):  # type: ignore[no-untyped-def]
+def test_op_passes_all_oracles(op, fuzz_session, request, data):
     assert_case_passes(data.draw(cases(op=op), label="case"), fuzz_session, request)
 
 

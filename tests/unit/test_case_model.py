@@ -55,7 +55,7 @@ def _valid() -> dict:
     (lambda d: (d.update(shared_storage=[0, 1]), d["inputs"][1].update(dtype="float16")),
      "inputs in shared_storage must have one dtype"),
 ])
-def test_bad_case_is_one_clear_line(mutate, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_case_is_one_clear_line(mutate, message) -> None:
     data = _valid()
     assert Case.from_json(data).op == "mm"
     mutate(data)

@@ -286,7 +286,7 @@ def test_property_tests_never_run_a_case_that_would_kill_their_process() -> None
     @settings(max_examples=3, database=None)
     @given(st.just(case))
     def check(c: Case) -> None:
-        assert_case_passes(c, NeverRun(), None)  # type: ignore[arg-type]
+        assert_case_passes(c, NeverRun(), None)
 
     with pytest.warns(UserWarning, match="freezing-mkl-linear-n0-sigfpe would kill"), pytest.raises(Unsatisfiable):
         check()

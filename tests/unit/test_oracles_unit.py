@@ -35,7 +35,7 @@ def obs_with(*choices: ChoiceRecord, g: Gate | None = None, source: str = "templ
                        catalogue={"triton::mm": {"src_hash": SHA, "source_sha256": SHA}})
 
 
-def sigs(violations: list) -> set[str]:  # type: ignore[type-arg]
+def sigs(violations: list) -> set[str]:
     return {v.signature for v in violations}
 
 

@@ -3,9 +3,11 @@ coverage config and a console script), pytest settings, the nightly workflow, th
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
+import tokenize
 import zipfile
 from pathlib import Path
 
@@ -25,6 +27,43 @@ def test_dependencies_and_entry_points() -> None:
     assert coverage == "coverage>=7.10"  # the first release with patch = ["subprocess"]
     assert any(d.startswith("redis") for d in project["optional-dependencies"]["redis"])
     assert project["scripts"] == {"mm-autotune-fuzz": "fuzz.cli:main"}
+
+
+NOQA = re.compile(r"#\s*noqa\b(?P<rest>.*)", re.IGNORECASE)
+TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<rest>.*)")
+
+
+def unexplained_suppressions(source: str) -> list[str]:
+    """Each `# noqa` without its rule codes and ` - reason`, and each `# type: ignore` without its
+    error codes and a `  # reason` comment, in `source` (comments only: strings do not count)."""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type != tokenize.COMMENT:
+            continue
+        if (m := NOQA.search(tok.string)) and not re.fullmatch(r": [A-Z]+\d+(, [A-Z]+\d+)* - \S.*", m["rest"]):
+            out.append(f"{tok.start[0]}: {tok.string}")
+        if (m := TYPE_IGNORE.search(tok.string)) and not re.fullmatch(r"\[[a-z-]+(,[a-z-]+)*\]  # \S.*", m["rest"]):
+            out.append(f"{tok.start[0]}: {tok.string}")
+    return out
+
+
+def test_every_noqa_and_type_ignore_says_what_and_why() -> None:
+    files = [ROOT / "conftest.py", *sorted(p for d in ("fuzz", "oracles", "strategies", "tests", "repros")
+                                           for p in (ROOT / d).rglob("*.py"))]
+    offenders = {str(p.relative_to(ROOT)): found for p in files
+                 if (found := unexplained_suppressions(p.read_text(encoding="utf-8")))}
+    assert offenders == {}
+    for planted in ("x = 1  # noqa", "x = 1  # noqa: E501", "x = 1  # type: ignore",
+                    "x = 1  # type: ignore[assignment]", "x = 1  # type: ignore[assignment] - why"):
+        assert unexplained_suppressions(planted + "\n"), planted
+    assert not unexplained_suppressions('x = "# noqa"  # noqa: E501 - a URL\ny = 1  # type: ignore[misc]  # why\n')
+
+
+def test_ci_lints_and_type_checks_before_the_tests() -> None:
+    test_extra = PYPROJECT["project"]["optional-dependencies"]["test"]
+    assert {d for d in test_extra if d.startswith(("ruff", "mypy"))} == {"ruff==0.17.6", "mypy==2.4.1"}  # pinned
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.index("python -m ruff check .") < ci.index("python -m mypy\n") < ci.index("python -m pytest")
 
 
 @pytest.mark.slow

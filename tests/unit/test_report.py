@@ -102,4 +102,4 @@ def test_eager_agreement_and_choices_beyond_the_gpu_are_reported_apart_and_never
     assert "## Eager and compiled agree, the reference differs" in text
     assert "`triton::mm_persistent_tma: shared memory` 3" in text
     junit = ET.fromstring(junit_xml(summary).split("\n", 1)[1])
-    assert junit.find("testsuite").get("failures") == "1"  # type: ignore[union-attr]
+    assert junit.find("testsuite").get("failures") == "1"

@@ -133,7 +133,7 @@ def test_pytest_repro_dir_writes_the_script_for_a_failing_property(tmp_path: Pat
     @settings(max_examples=1, database=None, phases=[Phase.generate], deadline=None)
     @given(st.just(offset_weight_case("CPP")))
     def prop(case: Case) -> None:
-        assert_case_passes(case, fuzz_session, request)  # type: ignore[arg-type]
+        assert_case_passes(case, fuzz_session, request)
 
     with pytest.raises(pytest.fail.Exception):
         prop()
@@ -179,7 +179,7 @@ def test_pytest_repro_dir_writes_one_script_for_the_shrunk_case(tmp_path: Path,
     @settings(max_examples=100, database=None, deadline=None, phases=list(Phase))  # shrinking, as in campaigns
     @given(st.integers(1, 300).map(_rows_case))
     def prop(case: Case) -> None:
-        checking.assert_case_passes(case, RowsBug(), request)  # type: ignore[arg-type]
+        checking.assert_case_passes(case, RowsBug(), request)
 
     with pytest.raises(pytest.fail.Exception):
         prop()

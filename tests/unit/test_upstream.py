@@ -136,7 +136,7 @@ def test_malformed_records_never_end_in_a_traceback(tmp_path: Path) -> None:
     warnings: list[str] = []
     findings = [finding("crash:IndexError:kernel/mm.py:tuned_addmm", plain={"outcome": "garbage", "flips": [3]}),
                 finding("crash:KeyError:kernel/mm.py:tuned_mm", case={"op": "mm", "inputs": "bad"}, plain=[1])]
-    findings[1].versions = "garbage"  # type: ignore[assignment]
+    findings[1].versions = "garbage"
     paths = write_drafts(findings, tmp_path, [tmp_path], warnings.append)
     assert len(paths) == 3 and warnings == []
     assert "no plain repro was exported" in paths[0].read_text()
