@@ -5,6 +5,8 @@ reason other than the GPU's resources), next to the case the rule exists for."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from torch._inductor import select_algorithm
@@ -17,6 +19,7 @@ from fuzz.run.session import FuzzSession
 from oracles import check_all
 from oracles.model import REFERENCE_DIFFERS
 from strategies.case import Case, TensorSpec, contiguous_strides
+from tests.checking import is_cpp_choice, rig_benchmarks
 
 REAL_BADDBMM = select_algorithm.extern_kernels.baddbmm
 
@@ -106,29 +109,24 @@ def test_a_choice_beyond_the_gpus_resources_is_unavailable_and_any_other_crash_i
     case = Case.make(op="mm", inputs=(spec((16, 32), "float32"), spec((32, 24), "float32")), device="cpu",
                      value_mode="normal", seed=1, frozen_weights=True, every_choice=True,
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP", "freezing": True})
-    real = CppTemplateCaller.output_node
-    calls = {"n": 0}
+    rig_benchmarks(monkeypatch, lambda timings: {c: 1.0 if is_cpp_choice(c) else 1e-3 for c in timings})
+    built = []  # ATen wins autotuning, so the CPP node is built only in its single-choice compile
 
-    def fails_alone(exc: Exception):
+    def fails(exc: Exception) -> Callable[[CppTemplateCaller], object]:
         def output_node(self: CppTemplateCaller) -> object:
-            calls["n"] += 1
-            if calls["n"] > 1:  # the autotuned compile's winner builds; the single-choice compile fails
-                raise exc
-            return real(self)
+            built.append(self)
+            raise exc
         return output_node
 
     class OutOfResources(Exception):
         pass
 
-    monkeypatch.setattr(CppTemplateCaller, "output_node",
-                        fails_alone(OutOfResources("out of resource: shared memory, Required: 245808, "
-                                                   "Hardware limit: 232448")))
+    beyond = OutOfResources("out of resource: shared memory, Required: 245808, Hardware limit: 232448")
+    monkeypatch.setattr(CppTemplateCaller, "output_node", fails(beyond))
     obs = run_case(case, ledger=HashLedger())
-    if calls["n"] < 2:
-        pytest.skip("the CPP choice was not compiled alone here")
+    assert built and obs.compile_failure is None, "the CPP choice must fail only where it is compiled alone"
     assert obs.unavailable and not obs.choice_failures
     assert not any(v.signature.startswith("choice-crash:") for v in check_all(obs))
-    calls["n"] = 0
-    monkeypatch.setattr(CppTemplateCaller, "output_node", fails_alone(RuntimeError("a real crash")))
+    monkeypatch.setattr(CppTemplateCaller, "output_node", fails(RuntimeError("a real crash")))
     found = {v.signature for v in check_all(run_case(case, ledger=HashLedger()))}
     assert "choice-crash:mm@CppTemplateCaller:RuntimeError" in found, found
