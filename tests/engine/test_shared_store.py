@@ -123,13 +123,15 @@ def test_a_password_in_the_store_url_never_shows(tmp_path: Path, capsys: pytest.
 
 @pytest.mark.campaign
 def test_a_campaign_on_a_password_protected_store(tmp_path: Path) -> None:
-    """The campaign writes its findings, record and examples to the store; the password appears
-    nowhere in its output directory (logs, reports, findings, repros)."""
+    """The campaign writes its findings, record and the examples it shrank to the store; the password
+    appears nowhere in its output directory (logs, reports, findings, repros)."""
     server = RedisServer(tmp_path, password="s3cret-word")
     server.start()
     try:
         out = tmp_path / "out"
-        env = {**os.environ, "MM_FUZZ_STORE": server.url}  # from the environment: not on the command line
+        # from the environment: not on the command line; every case fails (the worker exits), so a finding
+        # is shrunk and its example saved (exploration alone writes no example)
+        env = {**os.environ, "MM_FUZZ_STORE": server.url, "MM_FUZZ_TEST_FAULT": "exit"}
         proc = subprocess.run([sys.executable, "-m", "fuzz", "run", "--budget", "10s", "--out", str(out),
                                "--op", "mm", "--backend", "ATEN", "--device", "cpu", "--workers", "1", "--seed", "7",
                                "--progress", "plain"], check=False, cwd=ROOT, env=env, capture_output=True, text=True,
