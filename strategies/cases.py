@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, Case, TensorSpec, contiguous_strides
+from strategies.choices import rarely
 from strategies.configs import autotune_configs
 from strategies.layouts import STRIDE_KINDS, strided
 from strategies.shapes import dims, matmul_dims
@@ -44,8 +45,8 @@ def _bias(draw: st.DrawFn, batch: tuple[int, ...], m: int, n: int, dtype: str) -
     """A bias broadcasting to (*batch, M, N): rank 0 to full, size-1 dims, stride-0 expansion,
     transposed or sliced views."""
     full = (*batch, m, n)
-    rank = draw(st.integers(0, len(full)))
-    shape = tuple(d if draw(st.integers(0, 2)) else 1 for d in full[len(full) - rank:])
+    rank = len(full) - draw(st.integers(0, len(full)))  # shrinks to the full bias, no broadcast dim
+    shape = tuple(1 if draw(rarely(3)) else d for d in full[len(full) - rank:])
     if rank < 2:
         return TensorSpec(shape, tuple(draw(st.sampled_from((1, 0))) if d != 1 else 1 for d in shape),
                           draw(st.sampled_from((0, 3))), dtype)
@@ -87,7 +88,7 @@ def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
     result (inductor may then write both into one buffer: the flexible-layout freedom), then up to
     two more; an output-adding step (return twice, mutate an input) comes last."""
     steps = draw(st.lists(st.sampled_from(LAYOUT_STEPS), max_size=2))
-    if op in FLOAT_PRODUCT_OPS and draw(st.integers(0, 3)) == 0:
+    if op in FLOAT_PRODUCT_OPS and draw(rarely(4)):
         steps.insert(0, draw(st.sampled_from(CAT_MM_STEPS)))
     if op in ("int_mm", "scaled_mm", "mm_out_dtype"):
         steps = [s for s in steps if s not in ("gelu", "chain_mm", "relu_")]  # keep integer/fp8 ops simple
@@ -95,7 +96,7 @@ def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
         steps = [s for s in steps if s not in ("gelu", "chain_mm")]
     if "sum_rows" in steps:  # its result has one dim less: the matrix steps go before it
         steps = [s for s in steps if s != "sum_rows"] + ["sum_rows"]
-    if draw(st.integers(0, 3)) == 0:
+    if draw(rarely(4)):
         steps.append(draw(st.sampled_from(OUTPUT_STEPS)))
     return tuple(steps)
 
@@ -210,6 +211,9 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     """One Case of `op` (any op the device runs when None) on `device` (CUDA when present, else CPU)."""
     device = device or default_device()
     op = op or draw(st.sampled_from(ops_for(device)))
+    # The on/off features first, each drawn whether it applies or not: a fixed place in the draw
+    # lets the shrinker turn one off without reshuffling the draws after it.
+    every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"
@@ -226,7 +230,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
                                allow_zero=op not in ("int_mm", "scaled_mm"),
                                m_multiple_of=multiple if on_cuda_int else 1))
     batch = draw(dims(9))
-    value_modes = ("exact_int", "normal", "sparse") + (() if op == "scaled_mm" else ("large",)) \
+    value_modes = ("normal", "exact_int", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode)) if m or c != "view_row")  # row 0 must exist
@@ -235,22 +239,22 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if on_cuda_int or op == "scaled_mm":  # cuBLASLt: row-major, 16-byte aligned
         kinds = ("contiguous",)
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
-    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and draw(st.booleans())
+    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze
     dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
                                            frozen, multiple, min_m))
     shared: tuple[int, ...] = ()
     sharable = range(1 if frozen else 0, len(inputs))  # frozen: weights may share one storage (fused weights)
-    if op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1 and draw(st.integers(0, 5)) == 0:
+    if op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1 and draw(rarely(6)):
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
     config = _servable(draw(autotune_configs(device)), op, device, frozen, inputs)
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),
-        frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and draw(st.booleans()),
-        reduced_precision=device == "cuda" and half and draw(st.integers(0, 3)) == 0,
+        frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and tf32,
+        reduced_precision=device == "cuda" and half and reduce,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
-        every_choice=draw(st.integers(0, 3)) == 0, shared_storage=shared,
+        every_choice=every_choice, shared_storage=shared,
     )
 
 
