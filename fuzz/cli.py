@@ -62,9 +62,10 @@ def _choices(kind: str, known: Sequence[str], upper: bool = False) -> Any:
 
 
 def _known_backends() -> list[str]:
+    from strategies.backends import parse_backends
     from strategies.configs import BACKENDS
 
-    return sorted({b for sets in BACKENDS.values() for s in sets for b in s.split(",")})
+    return sorted({b for sets in BACKENDS.values() for s in sets for b in parse_backends(s)})
 
 
 def _add_sources(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ It is conservative: outside it nothing is required, inside it a template must sh
 
 from __future__ import annotations
 
-from oracles.model import CRASH, MISSED_OPTIMIZATION, ChoiceRecord, Observation, Operand, SelectionEvent, Violation
+from oracles.model import CRASH, MISSED_OPTIMIZATION, ChoiceRecord, Observation, SelectionEvent, Violation
 from strategies.case import contiguous_strides
 
 HALF_AND_FLOAT = ("float16", "bfloat16", "float32")
@@ -42,41 +42,56 @@ def _positive(*sizes: int | None) -> bool:
     return all(s is not None and s > 0 for s in sizes)
 
 
-def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, int | None]) -> bool:
+def triton_eligible(op_name: str, device: str, out_dtype: str, operand_dtypes: tuple[str, ...],
+                    mnk: tuple[int | None, int | None, int | None], k2: int | None, capped: bool) -> bool:
+    """The table's Triton row: a selection of `op_name` with product sizes `mnk` (None: symbolic),
+    mm_plus_mm's second K `k2`, under a cap on Triton configs or not, gets a Triton template."""
     m, n, k = mnk
-    if event.device != "cuda" or event.out_dtype not in TRITON_OUT_DTYPES.get(event.op_name, ()) \
-            or not _positive(m, n, k):
+    if device != "cuda" or out_dtype not in TRITON_OUT_DTYPES.get(op_name, ()) or not _positive(m, n, k):
         return False
     assert m is not None and n is not None and k is not None
-    if event.op_name == "mm":  # mm with out_dtype gets no template; a K this much larger than M and N
-        if any(o.dtype != event.out_dtype for o in event.operands):  # leaves only decompose-k and ATen
+    if op_name == "mm":  # mm with out_dtype gets no template; a K this much larger than M and N
+        if any(d != out_dtype for d in operand_dtypes):  # leaves only decompose-k and ATen
             return False
         return not (k >= 2 * DECOMPOSE_K_THRESHOLD * m and k >= 2 * DECOMPOSE_K_THRESHOLD * n)
-    if event.op_name == "scaled_mm":
+    if op_name == "scaled_mm":
         return k > 16
-    if event.op_name == "mm_plus_mm":  # configs need BLOCK_K < K for both products; the smallest is 16,
+    if op_name == "mm_plus_mm":  # configs need BLOCK_K < K for both products; the smallest is 16,
         # but 2.11 caps the list (its first configs have BLOCK_K 32) before it drops those (H200 campaign)
-        k2 = event.operands[2].size[-1] if len(event.operands) > 2 else None
-        floor = 16 if event.gate is None or event.gate.max_mm_configs is None else 32
+        floor = 32 if capped else 16
         return k > floor and k2 is not None and k2 > floor
     return True
 
 
-def _contiguous(operand: Operand) -> bool:
-    expected = contiguous_strides(tuple(n or 1 for n in operand.size))  # a symbolic size counts as 1
-    return operand.stride is not None and all(
-        s == e for s, e, d in zip(operand.stride, expected, operand.size, strict=True) if d != 1)
+def _triton_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, int | None]) -> bool:
+    k2 = event.operands[2].size[-1] if event.op_name == "mm_plus_mm" and len(event.operands) > 2 else None
+    capped = event.gate is not None and event.gate.max_mm_configs is not None
+    return triton_eligible(event.op_name, event.device, event.out_dtype, tuple(o.dtype for o in event.operands),
+                           mnk, k2, capped)
+
+
+def contiguous(size: tuple[int | None, ...], stride: tuple[int | None, ...] | None) -> bool:
+    """Row-major (size-1 dims aside; a symbolic size counts as 1); unknown strides are not."""
+    expected = contiguous_strides(tuple(n or 1 for n in size))
+    return stride is not None and all(s == e for s, e, d in zip(stride, expected, size, strict=True) if d != 1)
+
+
+def cpp_eligible(op_name: str, device: str, out_dtype: str, mnk: tuple[int | None, int | None, int | None],
+                 a: tuple[tuple[int | None, ...], tuple[int | None, ...] | None],
+                 w: tuple[tuple[int | None, ...], tuple[int | None, ...] | None]) -> bool:
+    """The table's CPP row: a selection of `op_name` with product sizes `mnk` whose A and B (the
+    weight, for the frozen linears) have these (size, stride) gets a CPP GEMM template."""
+    if device != "cpu" or out_dtype not in HALF_AND_FLOAT or not _positive(*mnk):
+        return False
+    if op_name in LINEARS:  # a frozen weight: the CPP GEMM template, for a weight with a unit stride
+        # (measured on 2.13: a (N, K) weight strided (2, 84) gets none)
+        return a[1] is not None and a[1][-1] == 1 and w[1] is not None and 1 in w[1]
+    return op_name == "bmm" and contiguous(*a)
 
 
 def _cpp_must_offer(event: SelectionEvent, mnk: tuple[int | None, int | None, int | None]) -> bool:
-    m, n, k = mnk
-    if event.device != "cpu" or event.out_dtype not in HALF_AND_FLOAT or not _positive(m, n, k):
-        return False
-    a = event.operands[MATRICES[event.op_name][0]]
-    if event.op_name in LINEARS:  # a frozen weight: the CPP GEMM template, for a weight with a unit stride
-        w = event.operands[MATRICES[event.op_name][1]]  # (measured on 2.13: a (N, K) weight strided (2, 84) gets none)
-        return a.stride is not None and a.stride[-1] == 1 and w.stride is not None and 1 in w.stride
-    return event.op_name == "bmm" and _contiguous(a)
+    a, w = (event.operands[i] for i in MATRICES[event.op_name])
+    return cpp_eligible(event.op_name, event.device, event.out_dtype, mnk, (a.size, a.stride), (w.size, w.stride))
 
 
 def must_offer(event: SelectionEvent) -> tuple[str, ...]:

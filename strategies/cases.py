@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from oracles.templates import cpp_eligible, triton_eligible
+from strategies.backends import config_backends, join_backends
 from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, Case, TensorSpec, contiguous_strides
 from strategies.choices import rarely
 from strategies.configs import autotune_configs
@@ -175,18 +177,34 @@ def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str
     return mode == "dynamic", marks, second
 
 
-def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[TensorSpec]) -> bool:
-    """Whether a template backend may serve the case (a loose, case-level reading of
-    oracles/templates.py), so that backend sets without ATEN are drawn where they can serve."""
-    a, b = inputs[0].shape, inputs[1].shape
-    m, n, k = a[-2], b[-1], min(t.shape[-1] for t in inputs[:: 2][:2]) if op == "mm_plus_mm" else a[-1]
-    if backend == "CPP":  # matmul is a bmm only when both operands carry the same batch, else it folds into mm
-        bmm = op == "bmm" or (op == "matmul" and len(a) >= 3 and len(b) >= 3 and a[:-2] == b[:-2])
-        return device == "cpu" and 0 not in (m, n, k) and (bmm or (frozen and op in ("mm", "addmm", "matmul")))
+OUT_DTYPES = {"int_mm": "int32", "mm_out_dtype": "float32", "scaled_mm": "bfloat16"}
+"""The result dtype where it is not the operands' (fuzz.run.programs)."""
+
+
+def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[TensorSpec], capped: bool) -> bool:
+    """Whether a template backend serves the case's product, by the oracle's eligibility table
+    (oracles/templates.py) read at case level: the selection inductor makes of the case's op (a
+    frozen mm or addmm is a linear, matmul a bmm when both operands carry the same batch, else an
+    mm) and the case's sizes and dtypes. The table's stride rules are read as met: the operands
+    inductor selects on need not keep the case's strides, and a set drawn without ATEN should
+    still reach every region a template may serve."""
+    a, b = inputs[0], inputs[1]
+    dtype = a.dtype
+    out_dtype = OUT_DTYPES.get(op, dtype)
+    m, n, k = a.shape[-2], b.shape[-1], a.shape[-1]
+    if op == "matmul":
+        same_batch = len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[:-2] == b.shape[:-2]
+        name = "bmm" if same_batch else "mm"
+    elif frozen and op in ("mm", "addmm"):
+        name = "packed_linear" if dtype == "float32" else "linear_unary"
+    else:
+        name = "mm" if op == "mm_out_dtype" else op
+    if backend == "CPP":
+        row_major = ((a.shape, contiguous_strides(a.shape)), (b.shape, contiguous_strides(b.shape)))
+        return cpp_eligible(name, device, out_dtype, (m, n, k), *row_major)
     if backend == "TRITON":
-        short_k = op in ("mm_plus_mm", "scaled_mm") and k <= 16
-        return device == "cuda" and m > 0 and n > 0 and op != "mm_out_dtype" and not short_k \
-            and not (op in ("mm", "matmul") and k >= 64 * m and k >= 64 * n)
+        k2 = inputs[2].shape[-1] if op == "mm_plus_mm" else None
+        return triton_eligible(name, device, out_dtype, (a.dtype, b.dtype), (m, n, k), k2, capped)
     return True
 
 
@@ -194,10 +212,11 @@ def _servable(config: dict[str, object], op: str, device: str, frozen: bool,
               inputs: list[TensorSpec]) -> dict[str, object]:
     """The config, with ATEN added to a backend set none of whose backends may serve the case
     (such a case is only a rejection: the crash oracle has nothing to test)."""
-    backends = str(config["max_autotune_gemm_backends"]).split(",")
-    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs) for b in backends):
+    backends = config_backends(config)
+    capped = config.get("test_configs.max_mm_configs") is not None
+    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs, capped) for b in backends):
         return config
-    return {**config, "max_autotune_gemm_backends": ",".join(["ATEN", *backends])}
+    return {**config, "max_autotune_gemm_backends": join_backends(["ATEN", *backends])}
 
 
 def _weightless_families(op: str, inputs: list[TensorSpec]) -> tuple[str, ...]:

@@ -79,7 +79,6 @@ EAGER_AGREES_NAME = "eager-agrees"
 compiled agree, the float64 reference differs (reported apart; never new)."""
 
 
-DEFAULT_BACKENDS = "ATEN,TRITON,CPP"  # inductor's max_autotune_gemm_backends default on both versions
 BATCHED_OPS = ("bmm", "baddbmm", "matmul")
 HALF = ("bfloat16", "float16")
 WRONG_VALUES = r"(exact-mismatch|tolerance|nonfinite)"  # the numerics signatures of a wrong value

@@ -9,19 +9,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fuzz.bugs.entry import BATCHED_OPS, DEFAULT_BACKENDS, HALF
+from fuzz.bugs.entry import BATCHED_OPS, HALF
+from strategies.backends import config_backends, join_backends
 from strategies.case import Case, TensorSpec, contiguous_strides
 
 
 def backends(case: Case) -> list[str]:
-    return str(case.config_dict.get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
+    return list(config_backends(case.config_dict))
 
 
 def without_backend(backend: str) -> Callable[[Case], Case]:
     """Untrigger: the same case with `backend` dropped from its GEMM backend set (ATEN if empty)."""
     def drop(case: Case) -> Case:
         kept = [b for b in backends(case) if b != backend] or ["ATEN"]
-        return replace(case, config={**case.config_dict, "max_autotune_gemm_backends": ",".join(kept)})
+        return replace(case, config={**case.config_dict, "max_autotune_gemm_backends": join_backends(kept)})
     return drop
 
 
@@ -39,7 +40,7 @@ def unfrozen(case: Case) -> Case:
     template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing)."""
     kept = backends(case)
     return replace(case, frozen_weights=False,
-                   config={**case.config_dict, "max_autotune_gemm_backends": ",".join(dict.fromkeys(["ATEN", *kept]))})
+                   config={**case.config_dict, "max_autotune_gemm_backends": join_backends(["ATEN", *kept])})
 
 
 def with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec]) -> Case:

@@ -40,6 +40,7 @@ from typing import Any, TextIO
 
 from fuzz.engine.workers import Executor, Outcome, WorkerStartError, child_connections
 from fuzz.store.sightings import rejected, sightings
+from strategies.backends import config_backends
 
 LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"
@@ -54,8 +55,7 @@ def derive_seed(*parts: object) -> int:
 
 
 def backends_of(case_json: dict[str, Any]) -> set[str]:
-    value = str(case_json.get("config", {}).get("max_autotune_gemm_backends", ""))
-    return {b.strip().upper() for b in value.split(",") if b.strip()}
+    return set(config_backends(case_json.get("config", {})))
 
 
 def case_strategy(device: str, ops: list[str], backends: list[str], dtypes: list[str]) -> Any:

@@ -33,10 +33,10 @@ from typing import Any
 
 import torch
 
-from fuzz.bugs.entry import DEFAULT_BACKENDS
 from fuzz.engine.children import REPO_ROOT, run_bounded
 from fuzz.run import programs
 from fuzz.run.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
+from strategies.backends import config_backends
 from strategies.case import Case, TensorSpec, contiguous_strides
 
 RAISES, EXACT, BOUND, NONFINITE, STRIDES, META = "raises", "exact", "bound", "nonfinite", "strides", "meta"
@@ -492,7 +492,7 @@ def _describe(form: Form, other: Form) -> str:
 
 
 def _backends(form: Form) -> list[str]:
-    return str(dict(form.patch).get("max_autotune_gemm_backends", DEFAULT_BACKENDS)).upper().split(",")
+    return list(config_backends(dict(form.patch)))
 
 
 def _autotuned(form: Form) -> bool:

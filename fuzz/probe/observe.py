@@ -22,6 +22,7 @@ import torch
 
 from fuzz.probe.inductor import inductor_config_keys
 from oracles.model import ChoiceRecord, Gate, LoweredNode, Operand, Placement, SelectionEvent
+from strategies.backends import parse_backends
 from strategies.case import contiguous_strides
 
 MM_FAMILY_TARGETS = frozenset({
@@ -79,7 +80,7 @@ def gate_now(device_type: str) -> Gate:
         max_autotune=bool(config.max_autotune),
         max_autotune_gemm=bool(config.max_autotune_gemm),
         allow_flexible_layouts=bool(config.max_autotune_allow_flexible_layouts),
-        backends=tuple(b.strip().upper() for b in config.max_autotune_gemm_backends.split(",") if b.strip()),
+        backends=parse_backends(config.max_autotune_gemm_backends),
         device_type=device_type,
         origami_rocm=bool(origami is not None and origami() and torch.version.hip is not None),
         max_mm_configs=config.test_configs.max_mm_configs,
