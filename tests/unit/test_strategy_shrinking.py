@@ -4,6 +4,8 @@ so that a shrunk failure names only what it needs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
@@ -17,8 +19,8 @@ PLAIN_CONFIG = {"max_autotune": False, "max_autotune_gemm": False,
 """Inductor's defaults (a plain compile), spelled out, and no other key."""
 
 
-def minimal(op: str, condition: object = None) -> Case:
-    return find(cases(op=op, device="cpu"), condition or (lambda c: True), settings=SETTINGS)  # type: ignore[arg-type]
+def minimal(op: str, condition: Callable[[Case], bool] = lambda c: True) -> Case:
+    return find(cases(op=op, device="cpu"), condition, settings=SETTINGS)
 
 
 @pytest.mark.parametrize("op", DEVICE_OPS["cpu"])
