@@ -374,8 +374,8 @@ def _warm_up(session: Any, device: str) -> None:
 
 def _test_fault(case: Any) -> None:
     """TEST-ONLY fault injection, for the suite's own fault-tolerance tests: with
-    MM_FUZZ_TEST_FAULT="KIND:seed=N" (or "KIND:case=H", H the first 16 hex digits of the sha256 of
-    `case.dumps()`) the worker misbehaves on matching cases (KIND: segv, kill, exit, hang, or
+    MM_FUZZ_TEST_FAULT="KIND:seed=N" (or "KIND:case=H[,H...]", H the first 16 hex digits of the sha256
+    of `case.dumps()`) the worker misbehaves on matching cases (KIND: segv, kill, exit, hang, or
     cuda-assert: an out-of-bounds CUDA index whose device-side assert poisons the context).
     Never set outside tests."""
     spec = os.environ.get("MM_FUZZ_TEST_FAULT")
@@ -385,7 +385,7 @@ def _test_fault(case: Any) -> None:
     if condition.startswith("case="):
         import hashlib
 
-        if hashlib.sha256(case.dumps().encode()).hexdigest()[:16] != condition[5:]:
+        if hashlib.sha256(case.dumps().encode()).hexdigest()[:16] not in condition[5:].split(","):
             return
     elif condition and condition != f"seed={case.seed}":
         return

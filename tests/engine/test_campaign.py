@@ -4,7 +4,7 @@ segfaults, one killed mid-case, a case that hangs, and `kill -9` of the whole ca
 a resume. Nothing found is lost and each fault is reported once.
 
 Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/engine/workers.py:_test_fault) on the
-simplest case of the campaign's strategy, which Hypothesis generates first."""
+first case of the campaign's stream (worker 0, round 0, index 0), regenerated from its seed."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import pytest
 
 from fuzz.engine import rounds
 from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
-from fuzz.engine.workers import Outcome
+from fuzz.engine.workers import Outcome, visible_gpu_ids
 from fuzz.store.findings import Finding, load_campaign, load_findings
 from fuzz.store.sightings import sightings
 from tests.fakes import FakeWorker, fake_driver
@@ -182,21 +182,27 @@ QUICK = ("--op", "mm", "--backend", "ATEN", "--device", "cpu", "--workers", "1",
          "--shrink-time", "3s", "--no-export", "--progress", "plain")
 
 
+def fingerprint(case_json: dict[str, Any]) -> str:
+    """What MM_FUZZ_TEST_FAULT's `case=` condition matches."""
+    from strategies.case import Case
+
+    return hashlib.sha256(Case.from_json(case_json).dumps().encode()).hexdigest()[:16]
+
+
 @functools.cache
-def simplest_case(device: str = "cpu") -> str:
-    """Fingerprint of the first case a `QUICK` campaign on `device` generates (Hypothesis' simplest
-    example)."""
-    from hypothesis import HealthCheck, Phase, given, settings
+def first_case(device: str = "cpu", session: int = 0) -> str:
+    """Fingerprint of the first case a `QUICK` campaign on `device` draws: worker 0's stream of seed
+    7, round 0, index 0, regenerated as `python -m fuzz.engine.regenerate` would (a filtered
+    strategy's first case depends on the round's seed, not only on Hypothesis' simplest example)."""
+    from hypothesis import settings
 
-    first: list[str] = []
+    from fuzz.tools.profiles import default_profile
 
-    @settings(max_examples=1, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(rounds.case_strategy(device, ["mm"], ["ATEN"], []))
-    def record(case: Any) -> None:
-        first.append(case.dumps())
-
-    record()
-    return hashlib.sha256(first[0].encode()).hexdigest()[:16]
+    gpus = len(visible_gpu_ids())
+    stream = {"device": device, "ops": ["mm"], "backends": ["ATEN"], "dtypes": [],
+              "max_examples": settings.get_profile(default_profile(gpus)).max_examples}
+    return fingerprint(rounds.regenerate({"phase": "explore", "seed": 7, "session": session, "worker": 0, "round": 0,
+                                          "index": 0, "stream": stream}))
 
 
 def only_finding(out: Path) -> Finding:
@@ -233,7 +239,7 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
     out = tmp_path / "out"
     timeout = ("--case-timeout", "10s") if fault == "hang" else ()  # a slow case on a busy machine is no hang
     proc = run_fuzz("run", "--budget", "14s", "--out", str(out), *QUICK, *timeout,
-                    fault=f"{fault}:case={simplest_case()}")
+                    fault=f"{fault}:case={first_case()}")
     assert proc.returncode == 1, proc.stderr  # a new finding
     f = only_finding(out)
     assert f.key == f"process/{signature}" and f.status == "new" and f.count >= 1
@@ -242,7 +248,7 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
         assert innermost_frame(f.traceback or "").endswith("in _test_fault")  # the frame that misbehaved
     elif fault == "hang":
         assert "in _test_fault" in (f.traceback or "")
-    assert f.minimal_case is not None and f.minimal_case["seed"] == 0  # the simplest case
+    assert f.minimal_case is not None and fingerprint(f.minimal_case) == first_case()  # only that case fails
     session = load_campaign(out, pytest.fail)["sessions"][0]
     assert session["status"] == "finished" and session["restarts"] >= 1
     assert session["cases"] > session["restarts"]  # cases ran to the end after the worker came back
@@ -256,7 +262,7 @@ def test_a_dying_or_hanging_worker_is_one_finding_and_the_campaign_goes_on(
 def test_a_poisoned_cuda_context_is_one_finding_and_a_fresh_worker_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = run_fuzz("run", "--budget", "20s", "--out", str(out), *QUICK, "--device", "cuda",
-                    fault=f"cuda-assert:case={simplest_case('cuda')}")
+                    fault=f"cuda-assert:case={first_case('cuda')}")
     assert proc.returncode == 1, proc.stderr  # a new finding
     f = only_finding(out)
     assert f.key == "process/cuda-context-poisoned:mm" and f.status == "new"
@@ -280,7 +286,7 @@ def group_gone(pgid: int, within_s: float = 20.0) -> bool:
 @pytest.mark.campaign
 def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
+    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={first_case()}"}
     proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "60s", "--out", str(out), *QUICK],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -300,7 +306,8 @@ def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_pat
     assert load_campaign(out, pytest.fail)["sessions"][0]["status"] == "running"  # it never got to say goodbye
     assert group_gone(proc.pid)  # drivers and workers died with the campaign
 
-    resumed = run_fuzz("run", "--budget", "10s", "--out", str(out), *QUICK, fault=f"segv:case={simplest_case()}")
+    resumed = run_fuzz("run", "--budget", "10s", "--out", str(out), *QUICK,  # its own stream: session 1's first case
+                       fault=f"segv:case={first_case()},{first_case(session=1)}")
     assert resumed.returncode == 1, resumed.stderr
     assert "resuming 1 earlier session" in resumed.stderr
     after = only_finding(out)  # the same finding, counted again, not a second one
@@ -310,7 +317,7 @@ def test_kill_9_of_the_whole_campaign_loses_nothing_and_resume_continues(tmp_pat
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    replay = run_fuzz("replay", str(out), fault=f"segv:case={simplest_case()}", tmpdir=scratch)
+    replay = run_fuzz("replay", str(out), fault=f"segv:case={first_case()},{first_case(session=1)}", tmpdir=scratch)
     assert replay.returncode == 1 and "STILL FAILS  process/killed:SIGSEGV:mm" in replay.stdout, replay.stderr
     assert not list(scratch.glob("mm-fuzz-replay-*"))  # the dead worker's log went with the replay
     fixed = run_fuzz("replay", str(out))  # without the planted fault the case passes
@@ -350,7 +357,7 @@ def test_clean_campaign_with_coverage_and_reports(tmp_path: Path) -> None:
 def test_a_signal_cuts_the_campaign_short_with_fresh_reports_and_says_so(tmp_path: Path,
                                                                         signals: tuple[int, ...]) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={simplest_case()}"}
+    env = {**os.environ, "MM_FUZZ_TEST_FAULT": f"segv:case={first_case()}"}
     proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "300s", "--out", str(out), *QUICK],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
