@@ -132,12 +132,17 @@ def wrong_elements(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
     return _nonfinite_wrong(values, c) | _beyond_bound(values, c)
 
 
+def eager_wrong_too(c: OutputCheck, wrong: torch.Tensor) -> bool:
+    """Eager deviates from the reference at every element of `wrong` (values aside)."""
+    return not bool((wrong & ~wrong_elements(c.eager, c)).any())
+
+
 def eager_agrees(c: OutputCheck, wrong: torch.Tensor) -> bool:
     """Eager deviates from the reference at every element where the compiled output does (`wrong`),
     and the same way: the same value there (NaN for NaN) or, outside exact cases, two values within
     twice the bound of each other (each may err by the bound). Then the reference, not inductor,
     is what differs."""
-    if bool((wrong & ~wrong_elements(c.eager, c)).any()):
+    if not eager_wrong_too(c, wrong):
         return False
     got, eager = c.compiled.double(), c.eager.double()
     same = (got == eager) | (got.isnan() & eager.isnan())

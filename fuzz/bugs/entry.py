@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 
 from oracles.model import OutputCheck, Violation
-from oracles.numerics import AGREES_PREFIX, wrong_elements
+from oracles.numerics import AGREES_PREFIX, eager_wrong_too, wrong_elements
 from strategies.case import Case
 
 
@@ -65,7 +65,7 @@ def eager_deviates_too(check: OutputCheck) -> bool:
     """Eager deviates from the reference wherever the compiled output does (values aside: an ATen
     bug may leave garbage, which differs from call to call)."""
     wrong = wrong_elements(check.compiled, check)
-    return bool(wrong.any()) and not bool((wrong & ~wrong_elements(check.eager, check)).any())
+    return bool(wrong.any()) and eager_wrong_too(check, wrong)
 
 
 def nan_where_finite(check: OutputCheck) -> bool:
@@ -75,7 +75,7 @@ def nan_where_finite(check: OutputCheck) -> bool:
 
 
 EAGER_AGREES_NAME = "eager-agrees"
-"""What `known` says of a EAGER_AGREED violation no registered ATen bug explains: eager and
+"""What `known` says of a REFERENCE_DIFFERS violation no registered ATen bug explains: eager and
 compiled agree, the float64 reference differs (reported apart; never new)."""
 
 
