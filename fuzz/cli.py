@@ -196,6 +196,9 @@ def build_parser() -> Parser:
                        help="with --noise: how many campaigns, seeds 1..N (default 3)")
     bench.add_argument("--seeds", type=_numbers("seeds", 0), default=None, metavar="S[,S...]",
                        help="with --noise: the campaigns' seeds (instead of 1..N)")
+    bench.add_argument("--side-by-side", action="store_true",
+                       help="with --noise: run the campaigns at once, the machine's default workers shared among "
+                            "them (--workers N: N each)")
     bench.add_argument("--out", type=Path, default=None, metavar="DIR",
                        help="with --noise: where the campaigns go, DIR/seed-N (default: a new temporary directory, "
                             "kept)")
@@ -398,10 +401,16 @@ def _noise(args: argparse.Namespace, device: str) -> int:
 
     if args.campaigns < 1:
         _fail("--campaigns must be at least 1")
+    from fuzz.engine.campaign import default_workers
+
     seeds = args.seeds or list(range(1, args.campaigns + 1))
+    if args.workers is not None and (len(args.workers) != 1 or not args.side_by_side):
+        _fail("--noise takes --workers N (one number) only with --side-by-side")
+    shared = (args.workers[0] if args.workers else max(1, default_workers(device) // len(seeds))) \
+        if args.side_by_side else None
     root = args.out or Path(tempfile.mkdtemp(prefix="mm-fuzz-noise-"))
     try:
-        runs = noise.noise(args.budget, seeds, root, device, _emit)
+        runs = noise.noise(args.budget, seeds, root, device, _emit, shared)
     except noise.NoiseError as e:
         _fail(str(e))
     return noise.exit_status(runs)

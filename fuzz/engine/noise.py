@@ -2,11 +2,12 @@
 
 On an unmodified torch every new finding of a campaign is noise until triaged: an oracle mistake
 to fix, or a real bug to register with its plain repro (README "Known bugs"). The noise benchmark
-runs clean campaigns of one budget with different seeds, one after another, each `python -m fuzz
-run` in a subprocess with an output directory of its own (no shared store, no repro checks: they
-would only lengthen each campaign; `python -m fuzz export DIR` checks a campaign's repros
-afterwards), and prints per campaign its seed, cases, exit status, wall time and new findings (key
-and message); the last line is `noise: N new finding(s) in M campaign(s)`."""
+runs clean campaigns of one budget with different seeds, one after another (or side by side, the
+machine's workers shared among them), each `python -m fuzz run` in a subprocess with an output
+directory of its own (no shared store, no repro checks: they would only lengthen each campaign;
+`python -m fuzz export DIR` checks a campaign's repros afterwards), and prints per campaign its
+seed, cases, exit status, wall time and new findings (key and message);
+the last line is `noise: N new finding(s) in M campaign(s)`."""
 
 from __future__ import annotations
 
@@ -48,19 +49,22 @@ class CampaignRun:
         return [head] + [f"    NEW {f.key}: {(f.best_message.splitlines() or [''])[0][:200]}" for f in self.new]
 
 
-def campaign_command(budget_s: float, seed: int, out: Path, device: str) -> list[str]:
-    """`python -m fuzz run` for one clean campaign into `out`."""
-    return [sys.executable, "-m", "fuzz", "run", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", str(out),
-            "--device", device, "--store", "", "--no-export", "--progress", "plain"]
+def campaign_command(budget_s: float, seed: int, out: Path, device: str, workers: int | None = None) -> list[str]:
+    """`python -m fuzz run` for one clean campaign into `out` (with the campaign's default workers unless given)."""
+    return ([sys.executable, "-m", "fuzz", "run", "--budget", f"{budget_s:g}s", "--seed", str(seed), "--out", str(out),
+             "--device", device, "--store", "", "--no-export", "--progress", "plain"]
+            + ([] if workers is None else ["--workers", str(workers)]))
 
 
-def run_one(budget_s: float, seed: int, out: Path, device: str) -> CampaignRun:
-    """Run one campaign to its end (its output in `out`.log) and read what it found."""
-    began = time.monotonic()
+def start(budget_s: float, seed: int, out: Path, device: str, workers: int | None) -> subprocess.Popen[bytes]:
+    """Start one campaign (its output in `out`.log)."""
     with open(out.with_name(out.name + ".log"), "w", encoding="utf-8") as log:
-        status = subprocess.run(campaign_command(budget_s, seed, out, device), cwd=REPO_ROOT, env=python_env({}),
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-    seconds = time.monotonic() - began
+        return subprocess.Popen(campaign_command(budget_s, seed, out, device, workers), cwd=REPO_ROOT,
+                                env=python_env({}), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
+def ended(seed: int, out: Path, status: int, seconds: float) -> CampaignRun:
+    """What the campaign in `out` found, once it ended with `status` after `seconds`."""
 
     def warn(message: str) -> None:
         print(f"warning: {message}", file=sys.stderr)
@@ -69,10 +73,11 @@ def run_one(budget_s: float, seed: int, out: Path, device: str) -> CampaignRun:
     return CampaignRun(seed, out, status, seconds, cases, [f for f in FindingsStore(out, warn) if f.is_new])
 
 
-def noise(budget_s: float, seeds: Sequence[int], root: Path, device: str,
-          log: Callable[[str], None]) -> list[CampaignRun]:
-    """Run a clean campaign of `budget_s` per seed into `root`/seed-N, one after another, printing
-    each as it ends and the total last. NoiseError when a campaign directory already exists."""
+def noise(budget_s: float, seeds: Sequence[int], root: Path, device: str, log: Callable[[str], None],
+          side_by_side_workers: int | None = None) -> list[CampaignRun]:
+    """Run a clean campaign of `budget_s` per seed into `root`/seed-N, one after another with the
+    campaign's default workers, or all at once with `side_by_side_workers` each; print each as it
+    ends and the total last. NoiseError when a campaign directory already exists."""
     outs = [(root / f"seed-{seed}").resolve() for seed in seeds]
     if used := [out for out in outs if out.exists()]:
         raise NoiseError(f"{used[0]} exists: the noise benchmark runs clean campaigns (give a fresh --out)")
@@ -80,10 +85,21 @@ def noise(budget_s: float, seeds: Sequence[int], root: Path, device: str,
     log(f"noise: {len(seeds)} clean campaign(s) of {budget_s:g}s on {device}, seeds "
         f"{', '.join(map(str, seeds))}, in {root.resolve()} (each campaign's output in seed-N.log)")
     runs = []
-    for seed, out in zip(seeds, outs, strict=True):
-        runs.append(run_one(budget_s, seed, out, device))
-        for line in runs[-1].lines():
-            log(line)
+    if side_by_side_workers is None:
+        for seed, out in zip(seeds, outs, strict=True):
+            began = time.monotonic()
+            status = start(budget_s, seed, out, device, None).wait()
+            runs.append(ended(seed, out, status, time.monotonic() - began))
+            for line in runs[-1].lines():
+                log(line)
+    else:
+        began = time.monotonic()
+        started = [start(budget_s, seed, out, device, side_by_side_workers)
+                   for seed, out in zip(seeds, outs, strict=True)]
+        for seed, out, process in zip(seeds, outs, started, strict=True):
+            runs.append(ended(seed, out, process.wait(), time.monotonic() - began))
+            for line in runs[-1].lines():
+                log(line)
     log(summary(runs))
     return runs
 

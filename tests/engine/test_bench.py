@@ -96,8 +96,8 @@ def _fake_campaigns(monkeypatch: pytest.MonkeyPatch, planted: set[int]) -> list[
     real: list[list[str]] = []
     campaign_command = noise.campaign_command
 
-    def command(budget_s: float, seed: int, out: Path, device: str) -> list[str]:
-        real.append(campaign_command(budget_s, seed, out, device))
+    def command(budget_s: float, seed: int, out: Path, device: str, workers: int | None = None) -> list[str]:
+        real.append(campaign_command(budget_s, seed, out, device, workers))
         return [sys.executable, "-c", f"PLANTED = {planted!r}\n" + FAKE_CAMPAIGN, str(out), str(seed)]
 
     monkeypatch.setattr(noise, "campaign_command", command)
@@ -118,6 +118,19 @@ def test_noise_runs_a_clean_campaign_per_seed_and_counts_only_new_findings(
         assert command[command.index("--seed") + 1] == str(seed) and command[command.index("--store") + 1] == ""
         assert command[command.index("--out") + 1] == str((tmp_path / f"seed-{seed}").resolve())
         assert "--no-export" in command and command[command.index("--budget") + 1] == "90s"
+
+
+def test_noise_side_by_side_runs_the_campaigns_at_once_sharing_the_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    real = _fake_campaigns(monkeypatch, planted={2})
+    assert cli.main(["bench", "--noise", "--side-by-side", "--workers", "3", "--seeds", "1,2", "--out", str(tmp_path),
+                     "--device", "cpu"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out[1:]] == ["seed 1", "seed 2", "    NEW numerics/tolerance", "noise"], out
+    assert [command[command.index("--workers") + 1] for command in real] == ["3", "3"]
+    with pytest.raises(SystemExit) as refused:  # --workers without --side-by-side would be ignored: refused
+        cli.main(["bench", "--noise", "--workers", "3", "--out", str(tmp_path / "other"), "--device", "cpu"])
+    assert refused.value.code == 2 and "--side-by-side" in capsys.readouterr().err
 
 
 def test_noise_exits_1_on_a_new_finding_and_shows_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
