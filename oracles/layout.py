@@ -3,8 +3,7 @@ exactly when inductor's gates allow it (spec; the other way round is a missed op
 
 from __future__ import annotations
 
-from oracles.model import MISSED_OPTIMIZATION, UNSOUND, Gate, Observation, SelectionEvent, Violation
-from oracles.templates import matrix_sizes
+from oracles.model import EXTERN_CANDIDATE, MISSED_OPTIMIZATION, UNSOUND, Gate, Observation, SelectionEvent, Violation
 
 FIXED_LAYOUT_BACKENDS = ("CUTLASS", "CK", "CKTILE", "CPP")
 """Backends that add choices outside get_template_configs, so the optimization is skipped."""
@@ -23,11 +22,6 @@ def check_soundness(obs: Observation) -> list[Violation]:
                 f"{event.source} for {event.op_name} offers {len(flexible)} FlexibleLayout choice(s) alongside "
                 f"code-generated templates {templates}: a later pass may change strides the template baked in"))
     return out
-
-
-def _empty_result(event: SelectionEvent) -> bool:
-    mnk = matrix_sizes(event)
-    return mnk is not None and 0 in mnk[:2]
 
 
 def layout_must_be_fixed(gate: Gate, op_name: str, all_extern: bool) -> bool:
@@ -57,8 +51,11 @@ def check_spec(obs: Observation) -> list[Violation]:
 
 def _spec_violations(event: SelectionEvent, gate: Gate) -> list[Violation]:
     """Fixed where the gate requires it (else unsound), flexible where it allows it (else a missed
-    optimization, except for an empty result, whose layout cannot matter)."""
-    all_extern = all(c.kind == "extern" for c in event.choices)
+    optimization). The gate judges the candidates before they are built: a template candidate that
+    then builds no choice (e.g. a Triton config whose rendering divides by zero for an empty
+    dimension) still fixes the layout of the extern choices left, as documented."""
+    all_extern = all(c.kind == "extern" for c in event.choices) and \
+        all(name == EXTERN_CANDIDATE for name in event.unbuilt)
     must_fix = layout_must_be_fixed(gate, event.op_name, all_extern)
     flexible = [c for c in event.choices if c.flexible]
     knobs = f"max_autotune={gate.max_autotune} flag={gate.allow_flexible_layouts} backends={','.join(gate.backends)}"
@@ -66,7 +63,7 @@ def _spec_violations(event: SelectionEvent, gate: Gate) -> list[Violation]:
         return [Violation("layout_spec", UNSOUND, f"flexible-when-gated:{event.op_name}",
                           f"{event.op_name}: {len(flexible)} choice(s) kept a FlexibleLayout although the gate "
                           f"requires fixed layouts ({knobs}, all_extern={all_extern})")]
-    if not must_fix and len(flexible) < len(event.choices) and not _empty_result(event):
+    if not must_fix and len(flexible) < len(event.choices):
         return [Violation("layout_spec", MISSED_OPTIMIZATION, f"fixed-when-allowed:{event.op_name}",
                           f"{event.op_name}: every choice is extern and the config allows flexible layouts "
                           f"({knobs}), yet {len(event.choices) - len(flexible)} choice(s) got a fixed layout")]

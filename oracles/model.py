@@ -58,6 +58,10 @@ class Operand:
     dtype: str
 
 
+EXTERN_CANDIDATE = "ExternKernelChoice"
+"""The class name `SelectionEvent.unbuilt` gives every extern candidate (subclasses included)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SelectionEvent:
     """`source` is "template_configs" (one get_template_configs call) or "autotune" (every choice
@@ -72,6 +76,7 @@ class SelectionEvent:
     out_dtype: str = ""  # autotune selections: the result's dtype
     device: str = ""  # autotune selections: the device type of the result
     failed: tuple[tuple[int, str], ...] = ()  # (choice index, "precompile" or "benchmark") inductor dropped
+    unbuilt: tuple[str, ...] = ()  # template_configs: the class of each judged candidate that built no choice
 
 
 @dataclasses.dataclass(frozen=True)

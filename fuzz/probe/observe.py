@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from fuzz.probe.inductor import inductor_config_keys
-from oracles.model import ChoiceRecord, Gate, LoweredNode, Operand, Placement, SelectionEvent
+from oracles.model import EXTERN_CANDIDATE, ChoiceRecord, Gate, LoweredNode, Operand, Placement, SelectionEvent
 from strategies.backends import parse_backends
 from strategies.case import contiguous_strides
 
@@ -106,6 +106,12 @@ def record_choice(choice: Any) -> ChoiceRecord:
                         template=str(template.uid), template_class=type(template).__name__, layout=layout,
                         src_hash=getattr(template, "src_hash", None), has_src_hash=hasattr(template, "src_hash"),
                         description=description)
+
+
+def _candidate_class(template: Any) -> str:
+    from torch._inductor.select_algorithm import ExternKernelChoice
+
+    return EXTERN_CANDIDATE if isinstance(template, ExternKernelChoice) else type(template).__name__
 
 
 def _post_grad_probe(rec: Recording) -> Any:
@@ -296,13 +302,21 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
 
     rec = Recording()
 
+    judged: list[Any] = []  # the candidates the layout gate saw in the current get_template_configs call
+
     class RecordingChoices(type(V.choices)):  # type: ignore[misc]  # the handler's class is known at run time only
+        def _need_to_fix_layout(self, adjusted_choices, op_name):
+            judged[:] = adjusted_choices
+            return super()._need_to_fix_layout(adjusted_choices, op_name)
+
         def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
             gate = gate_now(device_type)
+            judged.clear()
             out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
+            unbuilt = tuple(_candidate_class(ktc.template) for ktc in judged if ktc.choice is None)
             rec.selections.append(SelectionEvent("template_configs", op_name, tuple(record_choice(c) for c in out),
                                                  gate, rec.graphs - 1,
-                                                 tuple(_operand(n) for n in kernel_inputs.nodes())))
+                                                 tuple(_operand(n) for n in kernel_inputs.nodes()), unbuilt=unbuilt))
             return out
 
     def before_autotune(choices: list[Any]) -> list[Any]:

@@ -130,3 +130,20 @@ def test_a_choice_beyond_the_gpus_resources_is_unavailable_and_any_other_crash_i
     monkeypatch.setattr(CppTemplateCaller, "output_node", fails(RuntimeError("a real crash")))
     found = {v.signature for v in check_all(run_case(case, ledger=HashLedger()))}
     assert "choice-crash:mm@CppTemplateCaller:RuntimeError" in found, found
+
+
+@pytest.mark.gpu
+def test_a_template_candidate_that_builds_nothing_keeps_the_gates_fixed_layout_quiet() -> None:
+    """mm with K == 0 on the GPU, ATEN,TRITON, flexible layouts allowed: the Triton candidates the
+    layout gate counted build no choice (their rendering divides by zero), so the ATen choice left
+    has the fixed layout the gate documents: recorded as unbuilt, not a missed optimization (the
+    gate that always fixes is still one: test_gate_that_always_fixes_is_a_missed_optimization)."""
+    case = Case.make(op="mm", inputs=(spec((64, 0), "float16"), spec((0, 32), "float16")), device="cuda",
+                     value_mode="normal", seed=1,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON",
+                             "max_autotune_allow_flexible_layouts": True})
+    obs = run_case(case, ledger=HashLedger())
+    events = [e for e in obs.selections if e.source == "template_configs"]
+    assert events and all(c.kind == "extern" and not c.flexible for e in events for c in e.choices), events
+    assert any(name != "ExternKernelChoice" for e in events for name in e.unbuilt), events
+    assert check_all(obs) == []

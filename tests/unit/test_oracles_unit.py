@@ -70,6 +70,17 @@ def test_spec_reports_both_directions() -> None:
     assert layout.check_spec(obs_with(extern("FixedLayout"), triton())) == []
 
 
+def test_spec_judges_the_candidates_the_gate_saw_not_only_the_choices_built() -> None:
+    """A Triton candidate that builds no choice (K == 0: its rendering divides by zero) still fixes
+    the extern choice's layout, as the gate documents; an unbuilt extern candidate does not."""
+    def event(*unbuilt: str) -> Observation:
+        return Observation(case=CASE, selections=[SelectionEvent(
+            "template_configs", "mm", (extern("FixedLayout"),), gate(), unbuilt=unbuilt)])
+    assert layout.check_spec(event("TritonTemplate")) == []
+    assert sigs(layout.check_spec(event("ExternKernelChoice"))) == {"fixed-when-allowed:mm"}
+    assert sigs(layout.check_spec(event())) == {"fixed-when-allowed:mm"}
+
+
 def test_triton_hash_checked_against_the_catalogue() -> None:
     assert src_hash.check(obs_with(triton())) == []
     assert sigs(src_hash.check(obs_with(triton(value="b" * 64)))) == {"differs-across-processes:triton::mm"}
