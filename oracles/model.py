@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from oracles.signature import Signature
 from strategies.case import Case
 
 UNSOUND, WRONG_RESULT, CRASH, MISSED_OPTIMIZATION, VACUOUS, REFERENCE_DIFFERS = (
@@ -187,3 +188,7 @@ class Violation:
     signature: str  # short, stable across runs: used to deduplicate findings
     message: str
     output: str = ""  # the OutputCheck.label a numerics violation judged ("" for the others)
+
+    @property
+    def parsed(self) -> Signature:
+        return Signature.parse(self.signature)

@@ -16,9 +16,7 @@ from oracles.model import (
     TensorMeta,
     Violation,
 )
-
-AGREES_PREFIX = "reference-differs:"
-"""Prefix of a wrong-value signature when eager shows the same deviation (REFERENCE_DIFFERS)."""
+from oracles.signature import AGREES_PREFIX
 
 
 def _judged(check: OutputCheck) -> tuple[torch.Tensor, torch.Tensor]:

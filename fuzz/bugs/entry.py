@@ -8,7 +8,8 @@ import re
 from collections.abc import Callable
 
 from oracles.model import OutputCheck, Violation
-from oracles.numerics import AGREES_PREFIX, eager_wrong_too, wrong_elements
+from oracles.numerics import eager_wrong_too, wrong_elements
+from oracles.signature import AGREES_PREFIX
 from strategies.case import Case
 
 
@@ -39,7 +40,7 @@ class KnownBug:
         """The violation comes from a choice this bug can be in, and (for a wrong value, `check` the
         output it judged) its deviation is the bug's: an ATen bug's shows in eager at every element
         where the compiled output deviates; a fingerprint, where the entry has one, holds."""
-        family = choice_family(violation.signature)
+        family = violation.parsed.choice  # "" for an autotuned result, which may come from any choice
         if self.lives_in == ATEN and family and not family.startswith("aten::"):
             return False
         if self.lives_in == TEMPLATE and family.startswith("aten::"):
@@ -52,13 +53,6 @@ class KnownBug:
 
 
 ATEN, TEMPLATE = "aten", "template"
-
-
-def choice_family(signature: str) -> str:
-    """The choice a signature names after '@' (e.g. "aten::mm", "triton::mm", "CppTemplateCaller");
-    "" for an autotuned result, which may come from any choice."""
-    found = re.search(r"@(\w+(?:::\w+)?)", signature)
-    return found.group(1) if found else ""
 
 
 def eager_deviates_too(check: OutputCheck) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 
 from fuzz.bugs.entry import EAGER_AGREES, KnownBug
@@ -12,6 +11,7 @@ from fuzz.probe.catalogue_cache import shared_catalogue
 from fuzz.run.harness import HashLedger, release_device_memory, run_case
 from oracles import check_all
 from oracles.model import REFERENCE_DIFFERS, Observation, Violation
+from oracles.signature import VALUE_KINDS, Signature
 from oracles.src_hash import is_triton
 from oracles.templates import unservable
 from strategies.case import Case
@@ -64,7 +64,7 @@ class FuzzSession:
         the same way (REFERENCE_DIFFERS) is never new: a registered ATen bug's, else EAGER_AGREES."""
         obs, violations = self._observe(case)
         new, known = [], []
-        untriggered: dict[str, set[str] | None] = {}
+        untriggered: dict[str, set[Signature] | None] = {}
         checks = {c.label: c for c in obs.results}
         for violation, bug in candidates(violations, case, obs.torch_version, self.registry, checks):
             if bug is not None and bug.name not in untriggered:
@@ -73,7 +73,7 @@ class FuzzSession:
                 spent = time.perf_counter() - began
                 obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + spent
             remaining = untriggered[bug.name] if bug is not None else None
-            if bug is not None and remaining is not None and failure_kind(violation.signature) not in remaining:
+            if bug is not None and remaining is not None and failure_kind(violation.parsed) not in remaining:
                 known.append((violation, bug))
             elif violation.severity == REFERENCE_DIFFERS:
                 known.append((violation, EAGER_AGREES))
@@ -81,7 +81,7 @@ class FuzzSession:
                 new.append(violation)
         return Verdict(obs, new, known)
 
-    def _signatures_without(self, bug: KnownBug, case: Case) -> set[str] | None:
+    def _signatures_without(self, bug: KnownBug, case: Case) -> set[Signature] | None:
         """The kinds of failure (failure_kind) the case shows with `bug`'s trigger removed, every
         choice compiled alone too (whichever kernel wins autotuning); None when that variant does
         not run (nothing can be confirmed)."""
@@ -89,8 +89,8 @@ class FuzzSession:
         obs, violations = self._observe(variant)
         if obs.eager_failure is not None or unservable(obs):
             return None
-        kinds = {failure_kind(v.signature) for v in violations}
-        return kinds | {k.split("@")[0] for k in kinds}  # an autotuned result may come from any choice
+        kinds = {failure_kind(v.parsed) for v in violations}
+        return kinds | {k.without_choice() for k in kinds}  # an autotuned result may come from any choice
 
 
 def out_of_memory(obs: Observation) -> bool:
@@ -99,7 +99,9 @@ def out_of_memory(obs: Observation) -> bool:
     return any(f is not None and f.type == "OutOfMemoryError" for f in failures)
 
 
-def failure_kind(signature: str) -> str:
+def failure_kind(signature: Signature) -> Signature:
     """A signature without what removing a trigger changes besides the bug: the value mode's way
     of judging values (exact, bound, NaN) and whether eager showed it too."""
-    return re.sub(r"^(reference-differs:)?(exact-mismatch|tolerance|nonfinite):", "wrong-value:", signature)
+    if signature.kind in VALUE_KINDS:
+        return dataclasses.replace(signature, kind="wrong-value", eager_agrees=False)
+    return signature

@@ -23,6 +23,7 @@ from fuzz.run.harness import run_case
 from fuzz.run.session import FuzzSession, failure_kind
 from oracles import check_all
 from oracles.model import OutputCheck, Violation
+from oracles.signature import Signature
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.cases import CPP_OFFSET, affected, offset_weight_case
 from tests.checking import is_cpp_choice, rig_benchmarks
@@ -125,10 +126,12 @@ def test_a_match_that_survives_removing_the_trigger_is_new() -> None:
 
 
 def test_failure_kinds_ignore_the_value_mode() -> None:
-    assert failure_kind("exact-mismatch:mm:bfloat16@triton::mm") == failure_kind("tolerance:mm:bfloat16@triton::mm") \
-        == "wrong-value:mm:bfloat16@triton::mm"
-    assert failure_kind("nonfinite:mm:bfloat16") == "wrong-value:mm:bfloat16"
-    assert failure_kind("crash:IndexError:kernel/mm.py:tuned_addmm") == "crash:IndexError:kernel/mm.py:tuned_addmm"
+    def kind(text: str) -> str:
+        return str(failure_kind(Signature.parse(text)))
+    assert kind("exact-mismatch:mm:bfloat16@triton::mm") == kind("tolerance:mm:bfloat16@triton::mm") \
+        == kind("reference-differs:tolerance:mm:bfloat16@triton::mm") == "wrong-value:mm:bfloat16@triton::mm"
+    assert kind("nonfinite:mm:bfloat16") == "wrong-value:mm:bfloat16"
+    assert kind("crash:IndexError:kernel/mm.py:tuned_addmm") == "crash:IndexError:kernel/mm.py:tuned_addmm"
 
 
 def test_crash_entries_pin_their_frame_and_message() -> None:
