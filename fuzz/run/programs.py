@@ -17,20 +17,12 @@ from typing import Any, cast
 
 import torch
 
-from oracles.error_model import (
-    KernelModel,
-    accumulation,
-    prefixes,
-    representable,
-    rounding,
-    row_prefixes,
-    unit_roundoff,
-)
+from fuzz.run.steps import CONSUMERS
+from fuzz.run.tracking import Reference, Tracked, scalar_representable
+from oracles.error_model import KernelModel, representable, rounding
 from strategies.case import Case
 
 Tensor = torch.Tensor
-GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
-FLOAT32_MAX = torch.finfo(torch.float32).max  # a correct kernel's accumulators are float32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,149 +57,6 @@ OPS: dict[str, OpSpec] = {
                         (Term("({0} * {2})", "({1} * {3})"),), "bfloat16"),
     "mm_plus_mm": OpSpec("torch.mm({0}, {1}) + torch.mm({2}, {3})", (Term("{0}", "{1}"), Term("{2}", "{3}"))),
 }
-
-
-@dataclasses.dataclass
-class Tracked:
-    """A float64 value with its error bound and magnitude, the dtype a kernel holds it in, and
-    whether every rounding so far was exact."""
-
-    value: Tensor
-    bound: Tensor
-    mag: Tensor
-    dtype: torch.dtype
-    exact: bool
-
-
-@dataclasses.dataclass
-class Reference:
-    """What steps may read: float64 inputs (and their magnitudes), params, the kernel model."""
-
-    env: dict[str, Any]
-    abs_env: dict[str, Any]
-    params: dict[str, float]
-    model: KernelModel
-
-    def product(self, left: str, right: str, dtype: torch.dtype) -> Tracked:
-        """`left @ right` (expressions over the inputs) as a kernel rounding to `dtype` computes it."""
-        a, b = eval(left, self.env), eval(right, self.env)  # noqa: S307 - our own tables
-        value, mag = a @ b, eval(left, self.abs_env) @ eval(right, self.abs_env)  # noqa: S307 - our own tables
-        bound = accumulation(mag, prefixes(a, b), dtype, self.model) + rounding(value, dtype)
-        exact = _exact_sum(a, b, mag, dtype, self.model) and representable(value, dtype)
-        return _partial_sums_overflow(Tracked(value, bound, mag, dtype, exact))
-
-
-def _unbounded(t: Tracked, past: Tensor) -> Tracked:
-    """`t` with an infinite bound (any value, NaN included, is allowed) where `past` holds."""
-    return dataclasses.replace(t, bound=torch.where(past, torch.inf, t.bound), exact=False) if past.any() else t
-
-
-def _partial_sums_overflow(t: Tracked) -> Tracked:
-    """Unbounded where a float32 partial sum of the step may pass float32's range (its magnitude
-    does), though the result itself would fit."""
-    return _unbounded(t, torch.isfinite(t.value) & (t.mag > FLOAT32_MAX))
-
-
-def _overflowed(t: Tracked) -> Tracked:
-    """`t` as a step that mixes its elements reads it: where a correct kernel's value may have
-    overflowed to an infinity, what that step makes of it (inf - inf is NaN, -inf * 0 too) is
-    anything. (Left alone, such an element is judged as an overflow to the reference's own infinity.)"""
-    if not t.dtype.is_floating_point:
-        return t
-    return _unbounded(t, torch.isfinite(t.value) & (t.value.abs() + t.bound > torch.finfo(t.dtype).max))
-
-
-Transfer = Callable[[Tracked, Tracked, Reference], Tracked]  # (before the step, after it in float64, ...) -> after
-
-
-@dataclasses.dataclass(frozen=True)
-class Consumer:
-    """One step after the op. `code` rebinds `y` (it may read the inputs x0..); `transfer` gives
-    the step's result with its bound and magnitude; None means the step only moves data, so its
-    code applied to bound and magnitude is exact."""
-
-    code: str
-    transfer: Transfer | None = None
-    output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
-
-
-def _gelu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-    before = _overflowed(before)
-    return Tracked(after.value, GELU_LIPSCHITZ * before.bound + rounding(after.value, before.dtype),
-                   GELU_LIPSCHITZ * before.mag, before.dtype, False)
-
-
-def _sum(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-    before = _overflowed(before)
-    mag = (before.mag + before.bound).sum(dim=-1)
-    bound = before.bound.sum(dim=-1) + accumulation(mag, row_prefixes(before.value), before.dtype, KernelModel()) \
-        + rounding(after.value, before.dtype)
-    grain = _grain(before.value)
-    exact = before.exact and grain > 0 and _within(mag, grain, 2.0**24)
-    return _partial_sums_overflow(Tracked(after.value, bound, mag, before.dtype,
-                                          exact and representable(after.value, before.dtype)))
-
-
-def _chain(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-    """y @ y^T: operand errors propagate through |y|, plus a float32 accumulation over N terms."""
-    before = _overflowed(before)
-    b, y = before.bound, before.value.abs() + before.bound
-    bt, yt = b.transpose(-1, -2), y.transpose(-1, -2)
-    mag = y @ yt
-    product = prefixes(before.value, before.value.transpose(-1, -2))
-    bound = b @ yt + y @ bt + accumulation(mag, product, before.dtype, ref.model) + rounding(after.value, before.dtype)
-    grain = _grain(before.value)
-    exact = before.exact and grain > 0 and _within(mag, grain * grain, 2.0**24)
-    return _partial_sums_overflow(Tracked(after.value, bound, mag, before.dtype,
-                                          exact and representable(after.value, before.dtype)))
-
-
-def _cat_mm(dim: int, left: str, right: str) -> Transfer:
-    """cat([y, left @ right], dim): a second product of the inputs written beside the first."""
-    def transfer(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-        second = ref.product(left, right, before.dtype)
-        return Tracked(after.value, torch.cat([before.bound, second.bound], dim),
-                       torch.cat([before.mag, second.mag], dim), before.dtype, before.exact and second.exact)
-    return transfer
-
-
-def _relu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-    """relu moves no error, and makes -inf an exact 0 (whose bound is then 0, not inf)."""
-    clamped = torch.isneginf(before.value)
-    zero = torch.zeros_like(before.bound)
-    return Tracked(after.value, torch.where(clamped, zero, before.bound), torch.where(clamped, zero, before.mag),
-                   before.dtype, before.exact)
-
-
-def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-    return dataclasses.replace(before, dtype=torch.float32)
-
-
-CAT_MM_ROWS = ("x0[..., : (x0.shape[-2] + 1) // 2, :]", "x1")
-CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
-CONSUMERS: dict[str, Consumer] = {
-    "relu": Consumer("y = torch.relu(y)", _relu),
-    "relu_": Consumer("y = y.relu_()", _relu),  # in-place mutation of the result
-    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _gelu),
-    "add": Consumer("y = y + y"),  # doubling is exact
-    "to_float32": Consumer("y = y.float()", _to_float32),
-    "transpose_contiguous": Consumer("y = y.transpose(-1, -2).contiguous()"),
-    "slice_step": Consumer("y = y[..., ::2, :]"),
-    "narrow": Consumer("y = y[..., : (y.shape[-1] + 1) // 2]"),
-    "cat_rows": Consumer("y = torch.cat([y, y], dim=-2)"),
-    "cat_cols": Consumer("y = torch.cat([y, y], dim=-1)"),
-    "cat_mm_rows": Consumer(f"y = torch.cat([y, {CAT_MM_ROWS[0]} @ {CAT_MM_ROWS[1]}], dim=-2)",
-                            _cat_mm(-2, *CAT_MM_ROWS)),
-    "cat_mm_cols": Consumer(f"y = torch.cat([y, {CAT_MM_COLS[0]} @ {CAT_MM_COLS[1]}], dim=-1)",
-                            _cat_mm(-1, *CAT_MM_COLS)),
-    "sum_rows": Consumer("y = y.sum(dim=-1)", _sum),
-    "chain_mm": Consumer("y = y @ y.transpose(-1, -2)", _chain),
-    "view_row": Consumer("y = y[..., 0, :]"),  # returns a view of the result
-    "return_twice": Consumer("", output="y"),
-    "mutate_input": Consumer("x0.mul_(2)", output="x0"),
-}
-"""Steps that add an output (return_twice, mutate_input) come last, and the cat_mm steps (which
-read the op's inputs again) come first (the strategies keep it so)."""
 
 
 def op_dtype(case: Case) -> str:
@@ -352,43 +201,6 @@ def _op_result(case: Case, ref: Reference) -> Tracked:
 def _total(tensors: Iterable[Tensor]) -> Tensor:
     """sum() of tensors (never none: every op has a term): a tensor, which sum()'s type does not say."""
     return cast(Tensor, sum(tensors))
-
-
-def scalar_representable(scale: float, dtype: torch.dtype) -> bool:
-    """The scalar survives rounding to `dtype` (any scalar is, for integer results: no rounding)."""
-    return not dtype.is_floating_point or representable(torch.tensor([scale], dtype=torch.float64), dtype)
-
-
-def _exact_sum(a: Tensor, b: Tensor, mag: Tensor, dtype: torch.dtype, model: KernelModel) -> bool:
-    """Whether a correct kernel forms `a @ b` without any rounding: every product and partial sum
-    is a multiple of the operands' grains and stays within the accumulator's exact range (and
-    within the output dtype's when partial sums may be rounded to it)."""
-    if not torch.isfinite(mag).all():
-        return False
-    grain_a, grain_b = _grain(a), _grain(b)
-    if grain_a * grain_b == 0.0:
-        return False
-    if not dtype.is_floating_point:
-        return _within(mag, grain_a * grain_b, 2.0**31)
-    limit = 2.0**24
-    if model.half_partials and dtype in (torch.float16, torch.bfloat16):
-        limit = 1.0 / unit_roundoff(dtype)
-    tf32_exact = not model.tf32 or (_within(a.abs(), grain_a, 2.0**11) and _within(b.abs(), grain_b, 2.0**11))
-    return tf32_exact and _within(mag, grain_a * grain_b, limit)
-
-
-def _within(mag: Tensor, grain: float, limit: float) -> bool:
-    """Every element of `mag`, counted in units of `grain`, is at most `limit`."""
-    return not mag.numel() or float(mag.max()) / grain <= limit
-
-
-def _grain(t: Tensor) -> float:
-    """The largest power of two (at most 1) every element is a multiple of; 0 when there is none
-    down to 2^-30 (e.g. normal random values)."""
-    finite = t[torch.isfinite(t)]
-    if not bool(torch.all(torch.remainder(finite * 2.0**30, 1.0) == 0)):
-        return 0.0
-    return next(2.0**-e for e in range(31) if bool(torch.all(torch.remainder(finite * 2.0**e, 1.0) == 0)))
 
 
 def _exec_step(code: str, y: Tensor, env: dict[str, Any]) -> Tensor:

@@ -13,7 +13,7 @@ from torch._inductor import select_algorithm
 
 from fuzz.bugs.entry import EAGER_AGREES_NAME
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from fuzz.run import programs
+from fuzz.run import tracking
 from fuzz.run.harness import HashLedger, run_case
 from fuzz.run.session import FuzzSession
 from oracles import check_all
@@ -59,14 +59,14 @@ def test_a_planted_extern_bug_in_a_known_aten_bugs_region_is_new_where_eager_is_
 def test_a_deviation_eager_shares_is_reported_apart_and_not_new(monkeypatch: pytest.MonkeyPatch) -> None:
     """A planted reference mistake (an extra 1 in every product): eager and compiled agree, the
     reference differs; the same case with a wrong compiled kernel besides is still new."""
-    real = programs.Reference.product
+    real = tracking.Reference.product
 
-    def off_by_one(self: programs.Reference, left: str, right: str, dtype: torch.dtype) -> programs.Tracked:
+    def off_by_one(self: tracking.Reference, left: str, right: str, dtype: torch.dtype) -> tracking.Tracked:
         t = real(self, left, right, dtype)
-        return programs.Tracked(t.value + 1, t.bound, t.mag, t.dtype, t.exact)
+        return tracking.Tracked(t.value + 1, t.bound, t.mag, t.dtype, t.exact)
 
     case = baddbmm_case(alpha=1.0, beta=1.0, dtype="float32")
-    monkeypatch.setattr(programs.Reference, "product", off_by_one)
+    monkeypatch.setattr(tracking.Reference, "product", off_by_one)
     verdict = FuzzSession().evaluate(case)
     assert verdict.violations == []
     agreed = [(v, b) for v, b in verdict.known if b.name == EAGER_AGREES_NAME]

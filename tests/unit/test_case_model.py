@@ -78,10 +78,10 @@ def test_optional_fields_default_so_older_findings_load() -> None:
 
 
 def test_case_vocabulary_matches_the_programs() -> None:
-    from fuzz.run import programs
+    from fuzz.run import programs, steps
     from strategies import case as model
 
-    assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(programs.CONSUMERS)
+    assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(steps.CONSUMERS)
 
 
 def test_shared_storage_inputs_alias_one_storage_that_fits_them_all() -> None:

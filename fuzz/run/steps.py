@@ -1,0 +1,107 @@
+"""Steps a program applies to the op's result (a Case's consumers): each as Python source that
+rebinds `y`, with how it moves a correct kernel's error bound (a transfer over Tracked values)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+
+from fuzz.run.tracking import Reference, Tracked, grain, overflowed, partial_sums_overflow, within
+from oracles.error_model import KernelModel, accumulation, prefixes, representable, rounding, row_prefixes
+
+GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
+
+
+Transfer = Callable[[Tracked, Tracked, Reference], Tracked]  # (before the step, after it in float64, ...) -> after
+
+
+@dataclasses.dataclass(frozen=True)
+class Consumer:
+    """One step after the op. `code` rebinds `y` (it may read the inputs x0..); `transfer` gives
+    the step's result with its bound and magnitude; None means the step only moves data, so its
+    code applied to bound and magnitude is exact."""
+
+    code: str
+    transfer: Transfer | None = None
+    output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
+
+
+def _gelu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    before = overflowed(before)
+    return Tracked(after.value, GELU_LIPSCHITZ * before.bound + rounding(after.value, before.dtype),
+                   GELU_LIPSCHITZ * before.mag, before.dtype, False)
+
+
+def _sum(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    before = overflowed(before)
+    mag = (before.mag + before.bound).sum(dim=-1)
+    bound = before.bound.sum(dim=-1) + accumulation(mag, row_prefixes(before.value), before.dtype, KernelModel()) \
+        + rounding(after.value, before.dtype)
+    unit = grain(before.value)
+    exact = before.exact and unit > 0 and within(mag, unit, 2.0**24)
+    return partial_sums_overflow(Tracked(after.value, bound, mag, before.dtype,
+                                          exact and representable(after.value, before.dtype)))
+
+
+def _chain(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    """y @ y^T: operand errors propagate through |y|, plus a float32 accumulation over N terms."""
+    before = overflowed(before)
+    b, y = before.bound, before.value.abs() + before.bound
+    bt, yt = b.transpose(-1, -2), y.transpose(-1, -2)
+    mag = y @ yt
+    product = prefixes(before.value, before.value.transpose(-1, -2))
+    bound = b @ yt + y @ bt + accumulation(mag, product, before.dtype, ref.model) + rounding(after.value, before.dtype)
+    unit = grain(before.value)
+    exact = before.exact and unit > 0 and within(mag, unit * unit, 2.0**24)
+    return partial_sums_overflow(Tracked(after.value, bound, mag, before.dtype,
+                                          exact and representable(after.value, before.dtype)))
+
+
+def _cat_mm(dim: int, left: str, right: str) -> Transfer:
+    """cat([y, left @ right], dim): a second product of the inputs written beside the first."""
+    def transfer(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+        second = ref.product(left, right, before.dtype)
+        return Tracked(after.value, torch.cat([before.bound, second.bound], dim),
+                       torch.cat([before.mag, second.mag], dim), before.dtype, before.exact and second.exact)
+    return transfer
+
+
+def _relu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    """relu moves no error, and makes -inf an exact 0 (whose bound is then 0, not inf)."""
+    clamped = torch.isneginf(before.value)
+    zero = torch.zeros_like(before.bound)
+    return Tracked(after.value, torch.where(clamped, zero, before.bound), torch.where(clamped, zero, before.mag),
+                   before.dtype, before.exact)
+
+
+def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    return dataclasses.replace(before, dtype=torch.float32)
+
+
+CAT_MM_ROWS = ("x0[..., : (x0.shape[-2] + 1) // 2, :]", "x1")
+CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
+CONSUMERS: dict[str, Consumer] = {
+    "relu": Consumer("y = torch.relu(y)", _relu),
+    "relu_": Consumer("y = y.relu_()", _relu),  # in-place mutation of the result
+    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _gelu),
+    "add": Consumer("y = y + y"),  # doubling is exact
+    "to_float32": Consumer("y = y.float()", _to_float32),
+    "transpose_contiguous": Consumer("y = y.transpose(-1, -2).contiguous()"),
+    "slice_step": Consumer("y = y[..., ::2, :]"),
+    "narrow": Consumer("y = y[..., : (y.shape[-1] + 1) // 2]"),
+    "cat_rows": Consumer("y = torch.cat([y, y], dim=-2)"),
+    "cat_cols": Consumer("y = torch.cat([y, y], dim=-1)"),
+    "cat_mm_rows": Consumer(f"y = torch.cat([y, {CAT_MM_ROWS[0]} @ {CAT_MM_ROWS[1]}], dim=-2)",
+                            _cat_mm(-2, *CAT_MM_ROWS)),
+    "cat_mm_cols": Consumer(f"y = torch.cat([y, {CAT_MM_COLS[0]} @ {CAT_MM_COLS[1]}], dim=-1)",
+                            _cat_mm(-1, *CAT_MM_COLS)),
+    "sum_rows": Consumer("y = y.sum(dim=-1)", _sum),
+    "chain_mm": Consumer("y = y @ y.transpose(-1, -2)", _chain),
+    "view_row": Consumer("y = y[..., 0, :]"),  # returns a view of the result
+    "return_twice": Consumer("", output="y"),
+    "mutate_input": Consumer("x0.mul_(2)", output="x0"),
+}
+"""Steps that add an output (return_twice, mutate_input) come last, and the cat_mm steps (which
+read the op's inputs again) come first (the strategies keep it so)."""
