@@ -19,10 +19,20 @@ OPS = tuple(INPUT_COUNT)
 FLOAT_PRODUCT_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_plus_mm")
 """Ops whose first two inputs are float operands of `x0 @ x1` (what the cat_mm steps multiply again)."""
 PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
-CONSUMERS = ("relu", "relu_", "gelu", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
-             "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols", "sum_rows", "chain_mm", "view_row",
-             "return_twice", "mutate_input")
-"""Steps applied to the op's result (fuzz.run.programs defines each)."""
+CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row", "add", "to_float32",
+             "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
+             "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input")
+"""Steps applied to the op's result (fuzz.run.steps defines each)."""
+
+SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
+    "mm": ("call", "operator", "method", "linear", "einsum"),
+    "addmm": ("call", "operator", "linear"),
+    "bmm": ("call", "operator", "method", "einsum"),
+    "baddbmm": ("call", "operator"),
+    "matmul": ("call", "operator", "method"),
+}
+"""How a program may spell its op, as users write it ("call": torch.<op>(...); fuzz.run.programs
+renders each). For addmm/baddbmm every spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
 VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite")
@@ -89,6 +99,7 @@ class Case:
     `consumers`: steps applied to the op's result. `every_choice`: besides the autotuned compile,
     compile once per kernel choice (only that choice allowed) and check each one's numbers.
     `shared_storage`: inputs (of the same dtype) that are views of one storage, so they alias.
+    `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum.
     """
 
     op: str
@@ -107,6 +118,7 @@ class Case:
     second_call: tuple[TensorSpec, ...] = ()
     every_choice: bool = False
     shared_storage: tuple[int, ...] = ()
+    spelling: str = "call"
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -123,6 +135,10 @@ class Case:
         unknown = [c for c in self.consumers if c not in CONSUMERS]
         if unknown:
             raise CaseError(f"unknown consumer {unknown[0]!r}; known: {', '.join(CONSUMERS)}")
+        if self.spelling not in SPELLINGS[self.op]:
+            raise CaseError(f"{self.op} has no spelling {self.spelling!r}; known: {', '.join(SPELLINGS[self.op])}")
+        if self.spelling != "call" and any(v != 1.0 for _, v in self.params):
+            raise CaseError(f"{self.op} spelled {self.spelling!r} is `bias + a @ b`: alpha and beta must be 1")
         for i, d in self.mark_dynamic:
             if not (0 <= i < len(self.inputs) and 0 <= d < len(self.inputs[i].shape)):
                 raise CaseError(f"mark_dynamic names input {i} dim {d}, which does not exist")
@@ -169,6 +185,7 @@ class Case:
             "second_call": [t.to_json() for t in self.second_call],
             "every_choice": self.every_choice,
             "shared_storage": list(self.shared_storage),
+            "spelling": self.spelling,
         }
 
     def dumps(self) -> str:
@@ -197,7 +214,8 @@ class Case:
                             mark_dynamic=tuple((int(i), int(d)) for i, d in data["mark_dynamic"]),
                             second_call=tuple(TensorSpec.from_json(t) for t in data["second_call"]),
                             every_choice=bool(data["every_choice"]),
-                            shared_storage=tuple(int(i) for i in data["shared_storage"]))
+                            shared_storage=tuple(int(i) for i in data["shared_storage"]),
+                            spelling=str(data["spelling"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -215,7 +233,7 @@ _DEFAULTS: dict[str, Any] = {
     "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False,
     "reduced_precision": False, "dynamic": False,
     "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
-    "shared_storage": []}
+    "shared_storage": [], "spelling": "call"}
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 

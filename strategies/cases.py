@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from oracles.templates import cpp_eligible, triton_eligible
 from strategies.backends import config_backends, join_backends
-from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, Case, TensorSpec, contiguous_strides
+from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, SPELLINGS, Case, TensorSpec, contiguous_strides
 from strategies.choices import rarely
 from strategies.configs import autotune_configs
 from strategies.layouts import STRIDE_KINDS, strided
@@ -23,7 +23,10 @@ DEVICE_OPS = {
 }
 OUTPUT_STEPS = ("return_twice", "mutate_input")
 CAT_MM_STEPS = ("cat_mm_rows", "cat_mm_cols")
-LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS)
+LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS + ("add_bias_row",))
+ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh")
+"""Steps with no one right answer at inf (gelu(-inf), silu(-inf) = -inf * 0) and none for integer
+or fp8 results here."""
 
 
 def default_device() -> str:
@@ -92,10 +95,12 @@ def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
     steps = draw(st.lists(st.sampled_from(LAYOUT_STEPS), max_size=2))
     if op in FLOAT_PRODUCT_OPS and draw(rarely(4)):
         steps.insert(0, draw(st.sampled_from(CAT_MM_STEPS)))
+    if op not in ("int_mm", "scaled_mm") and draw(rarely(4)):  # a bias row (model code: `x @ w + b`), first
+        steps.insert(0, "add_bias_row")
     if op in ("int_mm", "scaled_mm", "mm_out_dtype"):
-        steps = [s for s in steps if s not in ("gelu", "chain_mm", "relu_")]  # keep integer/fp8 ops simple
-    if value_mode == "nonfinite":  # gelu(-inf) and inf * 0 in y @ y.T have no one right answer
-        steps = [s for s in steps if s not in ("gelu", "chain_mm")]
+        steps = [s for s in steps if s not in (*ACTIVATIONS, "chain_mm", "relu_")]  # keep integer/fp8 ops simple
+    if value_mode == "nonfinite":  # gelu(-inf), silu(-inf) and inf * 0 in y @ y.T have no one right answer
+        steps = [s for s in steps if s not in ("gelu", "silu", "chain_mm")]
     if "sum_rows" in steps:  # its result has one dim less: the matrix steps go before it
         steps = [s for s in steps if s != "sum_rows"] + ["sum_rows"]
     if draw(rarely(4)):
@@ -233,6 +238,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     # The on/off features first, each drawn whether it applies or not: a fixed place in the draw
     # lets the shrinker turn one off without reshuffling the draws after it.
     every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
+    spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"
@@ -252,12 +258,15 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     value_modes = ("normal", "exact_int", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
     value_mode = draw(st.sampled_from(value_modes))
-    consumers = tuple(c for c in draw(_consumers(op, value_mode)) if m or c != "view_row")  # row 0 must exist
+    consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
+                      if (m or c != "view_row") and (k or c != "add_bias_row"))
     kinds: tuple[str, ...] = STRIDE_KINDS if "mutate_input" not in consumers \
         else ("contiguous", "transposed", "padded", "offset")
     if on_cuda_int or op == "scaled_mm":  # cuBLASLt: row-major, 16-byte aligned
         kinds = ("contiguous",)
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
+    if spelling != "call":  # `a @ b + bias`, F.linear: no scalars
+        params = dict.fromkeys(params, 1.0)
     frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze
     dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
                                            frozen, multiple, min_m))
@@ -273,7 +282,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and tf32,
         reduced_precision=device == "cuda" and half and reduce,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
-        every_choice=every_choice, shared_storage=shared,
+        every_choice=every_choice, shared_storage=shared, spelling=spelling,
     )
 
 
@@ -296,6 +305,7 @@ def stride_kind(t: TensorSpec) -> str:
 def case_features(case: Case) -> set[str]:
     """Labels of the regions a case falls in (for statistics and the distribution test)."""
     out = {f"op:{case.op}", f"value:{case.value_mode}", f"every_choice:{case.every_choice}",
+           f"spelling:{case.op}:{case.spelling}",
            f"backends:{case.config_dict['max_autotune_gemm_backends']}"}
     out |= {f"dtype:{t.dtype}" for t in case.inputs} | {f"consumer:{c}" for c in case.consumers}
     out |= {f"stride:{stride_kind(t)}" for t in case.inputs} | {f"knob:{k}" for k in case.config_dict}

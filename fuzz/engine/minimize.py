@@ -83,7 +83,8 @@ def delta_minimize(case: CaseJson, fails: Callable[[CaseJson], bool], time_limit
         changed = True
         while changed:
             changed = False
-            for reduce in (_drop_config_keys, _narrow_config_lists, _drop_list_elements, _clear_flags, _drop_params):
+            for reduce in (_drop_config_keys, _narrow_config_lists, _drop_list_elements, _clear_flags, _drop_params,
+                           _plain_spelling):
                 smaller = reduce(best, attempt, report)
                 if smaller != best:
                     best, changed = smaller, True
@@ -157,3 +158,12 @@ def _drop_params(case: CaseJson, attempt: Callable[[CaseJson], bool], report: Mi
             report.dropped.append(f"params.{key}")
             case = candidate
     return case
+
+
+def _plain_spelling(case: CaseJson, attempt: Callable[[CaseJson], bool], report: Minimization) -> CaseJson:
+    """The op as a plain torch.<op> call, if it still fails so (alpha and beta stay 1)."""
+    spelling = case.get("spelling", "call")
+    if spelling == "call" or not attempt({**case, "spelling": "call"}):
+        return case
+    report.dropped.append(f"spelling={spelling}")
+    return {**case, "spelling": "call"}

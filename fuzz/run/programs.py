@@ -57,6 +57,22 @@ OPS: dict[str, OpSpec] = {
                         (Term("({0} * {2})", "({1} * {3})"),), "bfloat16"),
     "mm_plus_mm": OpSpec("torch.mm({0}, {1}) + torch.mm({2}, {3})", (Term("{0}", "{1}"), Term("{2}", "{3}"))),
 }
+SPELLED = {
+    ("mm", "operator"): "{0} @ {1}",
+    ("mm", "method"): "{0}.mm({1})",
+    ("mm", "linear"): "torch.nn.functional.linear({0}, {1}.t())",  # a weight stored (N, K), as nn.Linear's
+    ("mm", "einsum"): "torch.einsum('mk,kn->mn', {0}, {1})",
+    ("addmm", "operator"): "{0} @ {1} + {2}",
+    ("addmm", "linear"): "torch.nn.functional.linear({0}, {1}.t(), {2})",
+    ("bmm", "operator"): "{0} @ {1}",
+    ("bmm", "method"): "{0}.bmm({1})",
+    ("bmm", "einsum"): "torch.einsum('bmk,bkn->bmn', {0}, {1})",
+    ("baddbmm", "operator"): "{0} @ {1} + {2}",
+    ("matmul", "operator"): "{0} @ {1}",
+    ("matmul", "method"): "{0}.matmul({1})",
+}
+"""The op as users also write it (Case.spelling; "call" is OpSpec.code): the same float64
+semantics, and for `a @ b + bias` the rounding of each term that _op_result already allows."""
 
 
 def op_dtype(case: Case) -> str:
@@ -89,7 +105,7 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
     elif reference:
         name, call = "reference", reference_code(op)
     else:
-        name, call = "program", op.code
+        name, call = "program", SPELLED.get((case.op, case.spelling), op.code)
     lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):

@@ -12,6 +12,8 @@ from fuzz.run.tracking import Reference, Tracked, grain, overflowed, partial_sum
 from oracles.error_model import KernelModel, accumulation, prefixes, representable, rounding, row_prefixes
 
 GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
+SILU_LIPSCHITZ = 1.1  # max |d silu / dx| (1.0998 at x = 2.4)
+BIAS_ROW = "x1[..., :1, :]"  # the first row of the second operand, broadcast over the result's rows
 
 
 Transfer = Callable[[Tracked, Tracked, Reference], Tracked]  # (before the step, after it in float64, ...) -> after
@@ -28,10 +30,22 @@ class Consumer:
     output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
 
 
-def _gelu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+def _lipschitz(slope: float) -> Transfer:
+    """An activation whose derivative is at most `slope` in size: the error scales by it, and the
+    result is rounded once more (a correct kernel may apply it to the unrounded value)."""
+    def transfer(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+        before = overflowed(before)
+        return Tracked(after.value, slope * before.bound + rounding(after.value, before.dtype),
+                       slope * before.mag, before.dtype, False)
+    return transfer
+
+
+def _add_row(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    """y + the first row of x1 (a bias row): the row is an exact input; the sum is rounded once."""
     before = overflowed(before)
-    return Tracked(after.value, GELU_LIPSCHITZ * before.bound + rounding(after.value, before.dtype),
-                   GELU_LIPSCHITZ * before.mag, before.dtype, False)
+    row = eval(BIAS_ROW, ref.abs_env)  # noqa: S307 - our own table
+    return Tracked(after.value, before.bound + rounding(after.value, before.dtype), before.mag + row, before.dtype,
+                   before.exact and representable(after.value, before.dtype))
 
 
 def _sum(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
@@ -85,7 +99,11 @@ CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
 CONSUMERS: dict[str, Consumer] = {
     "relu": Consumer("y = torch.relu(y)", _relu),
     "relu_": Consumer("y = y.relu_()", _relu),  # in-place mutation of the result
-    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _gelu),
+    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _lipschitz(GELU_LIPSCHITZ)),
+    "silu": Consumer("y = torch.nn.functional.silu(y)", _lipschitz(SILU_LIPSCHITZ)),
+    "sigmoid": Consumer("y = torch.sigmoid(y)", _lipschitz(0.25)),
+    "tanh": Consumer("y = torch.tanh(y)", _lipschitz(1.0)),
+    "add_bias_row": Consumer(f"y = y + {BIAS_ROW}", _add_row),
     "add": Consumer("y = y + y"),  # doubling is exact
     "to_float32": Consumer("y = y.float()", _to_float32),
     "transpose_contiguous": Consumer("y = y.transpose(-1, -2).contiguous()"),
@@ -103,5 +121,5 @@ CONSUMERS: dict[str, Consumer] = {
     "return_twice": Consumer("", output="y"),
     "mutate_input": Consumer("x0.mul_(2)", output="x0"),
 }
-"""Steps that add an output (return_twice, mutate_input) come last, and the cat_mm steps (which
-read the op's inputs again) come first (the strategies keep it so)."""
+"""Steps that add an output (return_twice, mutate_input) come last, and the steps that read the
+op's inputs again (add_bias_row, then the cat_mm steps) come first (the strategies keep it so)."""

@@ -51,7 +51,7 @@ def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None
             "config": {"max_autotune": True, "epilogue_fusion": True, "max_autotune_gemm_backends": "ATEN,CPP,TRITON",
                        "test_configs.max_mm_configs": 2},
             "consumers": ["relu", "gelu", "return_twice"], "second_call": [1, 2, 3], "every_choice": True,
-            "dynamic": True, "params": {"alpha": 2.0, "beta": 0.5}}
+            "dynamic": True, "params": {"alpha": 2.0, "beta": 0.5}, "spelling": "linear"}
 
     def fails(c: dict[str, Any]) -> bool:  # the bug needs the CPP backend, gelu and alpha
         return ("CPP" in c["config"].get("max_autotune_gemm_backends", "").split(",") and "gelu" in c["consumers"]
@@ -62,6 +62,7 @@ def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None
                                "test_configs.max_mm_configs": 2}  # and the cost cap
     assert small["consumers"] == ["gelu"] and small["second_call"] == [] and small["params"] == {"alpha": 2.0}
     assert small["every_choice"] is False and small["dynamic"] is False and small["inputs"] == [1, 2, 3]
+    assert small["spelling"] == "call" and "spelling=linear" in how.dropped
     assert how.complete and "config.epilogue_fusion" in how.dropped and how.accepted <= how.steps
     assert "config.max_autotune_gemm_backends:ATEN" in how.dropped
     assert KEPT_CONFIG == {"max_autotune", "max_autotune_gemm", "max_autotune_gemm_backends",

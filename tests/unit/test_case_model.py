@@ -54,6 +54,7 @@ def _valid() -> dict:
     (lambda d: d.update(shared_storage=[0, 2]), "shared_storage [0, 2] must name distinct inputs"),
     (lambda d: (d.update(shared_storage=[0, 1]), d["inputs"][1].update(dtype="float16")),
      "inputs in shared_storage must have one dtype"),
+    (lambda d: d.update(spelling="baddbmm"), "mm has no spelling 'baddbmm'"),
 ])
 def test_bad_case_is_one_clear_line(mutate, message) -> None:
     data = _valid()
@@ -82,6 +83,17 @@ def test_case_vocabulary_matches_the_programs() -> None:
     from strategies import case as model
 
     assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(steps.CONSUMERS)
+    assert {(op, s) for op, spellings in model.SPELLINGS.items() for s in spellings if s != "call"} \
+        == set(programs.SPELLED)
+
+
+def test_a_spelled_bias_add_takes_no_scalars() -> None:
+    bias = TensorSpec((4,), (1,), 0, "float32")
+    data = {**_valid(), "op": "addmm", "spelling": "linear", "params": {"alpha": 1.0, "beta": 0.5}}
+    data["inputs"] = [*data["inputs"], bias.to_json()]
+    with pytest.raises(CaseError, match="alpha and beta must be 1"):
+        Case.from_json(data)
+    assert Case.from_json({**data, "params": {"alpha": 1.0, "beta": 1.0}}).spelling == "linear"
 
 
 def test_shared_storage_inputs_alias_one_storage_that_fits_them_all() -> None:

@@ -27,7 +27,7 @@ def minimal(op: str, condition: Callable[[Case], bool] = lambda c: True) -> Case
 def test_minimal_case_is_the_plain_form(op: str) -> None:
     case = minimal(op)
     assert case.config_dict == PLAIN_CONFIG
-    assert case.value_mode == "normal" and case.seed == 0
+    assert case.value_mode == "normal" and case.seed == 0 and case.spelling == "call"
     assert not (case.consumers or case.frozen_weights or case.dynamic or case.mark_dynamic or case.second_call
                 or case.every_choice or case.shared_storage or case.tf32 or case.reduced_precision)
     for t in case.inputs:
@@ -52,3 +52,9 @@ def test_a_rare_feature_shrinks_alone() -> None:
     case = minimal("mm", lambda c: c.every_choice)
     assert case.consumers == () and not case.frozen_weights and case.config_dict == PLAIN_CONFIG
     assert all(t.stride == contiguous_strides(t.shape) for t in case.inputs)
+
+
+def test_a_spelling_shrinks_to_the_operator_and_the_scalars_to_one() -> None:
+    case = minimal("addmm", lambda c: c.spelling != "call")
+    assert case.spelling == "operator" and case.params_dict == {"alpha": 1.0, "beta": 1.0}
+    assert case.consumers == () and case.config_dict == PLAIN_CONFIG

@@ -1,0 +1,71 @@
+"""Bugs outside the single plain call (issue 28): each planted where only a program shaped like a
+user's reaches it (another spelling of the op, an activation after it), caught by the oracle
+named, while the same case passes on the real inductor and the plain call misses the bug."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch._inductor import select_algorithm
+from torch._inductor.decomposition import select_decomp_table
+
+from fuzz.run.harness import HashLedger, run_case
+from oracles import check_all
+from strategies.case import Case, TensorSpec, contiguous_strides
+
+REAL_BMM = select_algorithm.extern_kernels.bmm
+
+
+def spec(shape: tuple[int, ...], dtype: str = "float32") -> TensorSpec:
+    return TensorSpec(shape, contiguous_strides(shape), 0, dtype)
+
+
+def mm(spelling: str = "call", consumers: tuple[str, ...] = (), frozen: bool = False) -> Case:
+    return Case.make(op="mm", inputs=(spec((24, 40)), spec((40, 8))), device="cpu", value_mode="exact_int", seed=7,
+                     spelling=spelling, consumers=consumers, frozen_weights=frozen,
+                     config={"max_autotune": True, "freezing": frozen,
+                             "max_autotune_gemm_backends": "ATEN,CPP" if frozen else "ATEN"})
+
+
+def signatures(case: Case) -> set[str]:
+    return {v.signature for v in check_all(run_case(case, ledger=HashLedger()))}
+
+
+def caught_only_by(monkeypatch: pytest.MonkeyPatch, plant: Callable[[], None], plain: Case, reaching: Case) -> set[str]:
+    """The signatures of `reaching` under the planted bug, after checking that both cases pass on
+    the real inductor and that `plain` still passes with the bug planted."""
+    assert signatures(plain) == set() and signatures(reaching) == set(), "the real inductor must pass"
+    plant()
+    assert signatures(plain) == set(), "the plain form must not reach the planted bug"
+    return signatures(reaching)
+
+
+def test_an_extern_bmm_wrong_for_one_batch_is_reached_by_an_mm_spelled_as_einsum(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """einsum('mk,kn->mn') lowers to a bmm of batch 1: a kernel that mishandles a batch of one is
+    only reached through that spelling."""
+    def single_batch_off_by_one(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        REAL_BMM(a, b, out=out)
+        if a.shape[0] == 1:
+            out[0, 0, 0] += 1
+        return out
+
+    found = caught_only_by(monkeypatch, lambda: monkeypatch.setattr(select_algorithm.extern_kernels, "bmm",
+                                                                    single_batch_off_by_one),
+                           mm(), mm("einsum"))
+    assert "exact-mismatch:mm:float32" in found, found
+
+
+def test_a_wrong_silu_decomposition_is_caught_after_a_frozen_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The activation a model puts after its projection, on the CPU's frozen CPP GEMM path (the
+    template fuses such epilogues): a silu decomposed with the wrong sign is a wrong value."""
+    silu = torch.ops.aten.silu.default
+
+    def plant() -> None:
+        monkeypatch.setitem(select_decomp_table(), silu, lambda x: x / (1 + torch.exp(x)))  # the table in use
+
+    found = caught_only_by(monkeypatch, plant, mm("linear", frozen=True),
+                           mm("linear", ("add_bias_row", "silu"), frozen=True))
+    assert any(s.startswith("tolerance:mm:float32") for s in found), found
