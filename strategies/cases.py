@@ -18,7 +18,7 @@ MAX_ELEMENTS = {"cpu": 1 << 16, "cuda": 1 << 22}
 MAX_DIM = {"cpu": 300, "cuda": 2100}
 SCALARS = (1.0, 0.0, 0.5, 2.0, -1.0, 0.3)
 DEVICE_OPS = {
-    "cpu": ("mm", "addmm", "bmm", "baddbmm", "matmul", "int_mm"),
+    "cpu": ("mm", "addmm", "bmm", "baddbmm", "matmul", "int_mm", "scaled_mm", "mm_plus_mm"),
     "cuda": ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "int_mm", "scaled_mm", "mm_plus_mm"),
 }
 OUTPUT_STEPS = ("return_twice", "mutate_input")
