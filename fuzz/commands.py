@@ -154,7 +154,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json is not None:
         _write(args.json, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     if args.upstream is not None:
-        from fuzz.bugs.upstream import write_drafts
+        from fuzz.bugs.issue_drafts import write_drafts
 
         try:
             drafts = write_drafts(findings, args.upstream, [Path(s) for s in args.sources if "://" not in s], _warn)
