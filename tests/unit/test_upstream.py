@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from fuzz.bugs.issue_drafts import write_drafts
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from fuzz.bugs.upstream import ROOT_CAUSES, group_findings, trigger, write_drafts
+from fuzz.bugs.root_causes import ROOT_CAUSES, group_findings, trigger
 from fuzz.cli import main
 from fuzz.store.findings import Finding, FindingsStore, record_from_violation
 
@@ -117,11 +118,11 @@ def test_a_bug_eager_shares_is_called_an_aten_bug(tmp_path: Path) -> None:
 
 def test_non_bugs_and_internal_findings_are_listed_not_drafted(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuzz.bugs import upstream
+    from fuzz.bugs import root_causes
 
-    not_a_bug = upstream.RootCause("view-strides", "a view's strides", ("view-strides",), "graph.py",
+    not_a_bug = root_causes.RootCause("view-strides", "a view's strides", ("view-strides",), "graph.py",
                                    not_a_bug="inductor promises only the stride *order* of view outputs")
-    monkeypatch.setattr(upstream, "ROOT_CAUSES", (*upstream.ROOT_CAUSES, not_a_bug))
+    monkeypatch.setattr(root_causes, "ROOT_CAUSES", (*root_causes.ROOT_CAUSES, not_a_bug))
     layout = {"unsupported": "layout_spec / fixed-when-allowed:bmm is about inductor internals"}
     findings = [finding("output-strides:matmul", oracle="numerics", bug="view-strides"),
                 finding("fixed-when-allowed:bmm", oracle="layout_spec", plain=layout)]
@@ -183,7 +184,7 @@ def test_a_process_death_is_shown_as_such(tmp_path: Path) -> None:
 
 
 def test_a_compile_error_is_observed_through_its_error_lines(tmp_path: Path) -> None:
-    from fuzz.bugs.upstream import _observed
+    from fuzz.bugs.issue_drafts import _observed
 
     log = ('Traceback (most recent call last):\n  File "repro.py", line 3, in <module>\n'
            "torch._inductor.exc.CppCompileError: C++ compile error\n"
