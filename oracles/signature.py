@@ -44,6 +44,11 @@ class Signature:
         """The first subject: the op for value, layout and choice signatures."""
         return self.subject[0] if self.subject else ""
 
+    @property
+    def at(self) -> str:
+        """What follows the '@': the choice, then its detail."""
+        return self.choice + (f":{self.detail}" if self.detail else "")
+
     def without_choice(self) -> Signature:
         """The same failure whichever kernel choice showed it (an autotuned result may be any)."""
         return dataclasses.replace(self, choice="", detail="")
@@ -51,5 +56,5 @@ class Signature:
     def __str__(self) -> str:
         text = ":".join((self.kind, *self.subject))
         if self.choice:
-            text += f"@{self.choice}" + (f":{self.detail}" if self.detail else "")
+            text += f"@{self.at}"
         return (AGREES_PREFIX if self.eager_agrees else "") + text

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from fuzz.store.findings import Finding
+from oracles.signature import Signature
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,24 +148,6 @@ def plain_of(f: Finding) -> dict[str, Any]:
     return as_dict(as_dict(f.repro).get("plain"))
 
 
-class SignatureParts(NamedTuple):
-    """A violation signature taken apart: its `:`-separated fields, and what follows its `@` (the
-    kernel choice's family, then more `:`-fields for some oracles; '' when there is no `@`)."""
-
-    fields: tuple[str, ...]
-    choice: str
-
-    @property
-    def family(self) -> str:
-        """The kernel choice's family alone."""
-        return self.choice.split(":")[0]
-
-
-def split_signature(signature: str) -> SignatureParts:
-    """The one place the drafts parse a signature string."""
-    return SignatureParts(tuple(signature.split(":")), signature.partition("@")[2])
-
-
 def _dims(case: dict[str, Any]) -> dict[str, int]:
     """M, N, K of the case's first product (nothing for a malformed case)."""
     try:
@@ -190,12 +173,12 @@ def trigger(f: Finding) -> tuple[str, ...]:
 def symptom(f: Finding) -> str:
     """The failure without op, dtype or call: exception type and innermost frame, kind of wrong
     result and kernel family, or the worker's death."""
-    sig = split_signature(f.signature)
     if f.oracle == "crash":
         return f.signature
+    sig = Signature.parse(f.signature)
     if f.oracle == "process":
-        return ":".join(sig.fields[:-1])  # without the op
-    return f"{f.oracle}:{sig.fields[0]}" + (f"@{sig.choice}" if sig.choice else "")
+        return ":".join((sig.kind, *sig.subject[:-1]))  # without the op
+    return f"{f.oracle}:{sig.kind}" + (f"@{sig.at}" if sig.choice else "")
 
 
 def group_findings(findings: Iterable[Finding]) -> list[Group]:
@@ -217,16 +200,16 @@ def _title(f: Finding) -> str:
     """The issue title of an untriaged finding's group, from its signature."""
     op = f.op
     how = 'torch.compile(mode="max-autotune")' if as_dict(plain_of(f).get("form")).get("mode") else "torch.compile"
-    sig = split_signature(f.signature)
-    parts = sig.fields
+    sig = Signature.parse(f.signature)
+    first = sig.subject[0] if sig.subject else ""
     if f.oracle == "crash":
-        return f"[inductor] {how} of {op}: {parts[1]} in {':'.join(parts[2:])}"
+        return f"[inductor] {how} of {op}: {first} in {':'.join(sig.subject[1:])}"
     if f.oracle == "process":
-        return f"[inductor] {how} of {op} kills the process ({parts[0]} {parts[1]})"
-    if parts[0] == "dropped":
-        stage = "compile" if parts[-1] == "precompile" else "run"
-        return (f"[inductor] {how} of {op}: the {sig.family} choice fails to {stage} while autotuning (dropped "
+        return f"[inductor] {how} of {op} kills the process ({sig.kind} {first})"
+    if sig.kind == "dropped":
+        stage = "compile" if sig.detail == "precompile" else "run"
+        return (f"[inductor] {how} of {op}: the {sig.choice} choice fails to {stage} while autotuning (dropped "
                 "silently; alone it raises)")
     what = {"output-strides": "other strides than eager", "output-meta": "another shape or dtype than eager",
-            "choice-crash": f"a {parts[-1]} compiling one kernel choice"}.get(parts[0], "wrong values")
-    return f"[inductor] {how} of {op} gives {what}" + (f" ({sig.choice})" if sig.choice else "")
+            "choice-crash": f"a {sig.detail} compiling one kernel choice"}.get(sig.kind, "wrong values")
+    return f"[inductor] {how} of {op} gives {what}" + (f" ({sig.at})" if sig.choice else "")
