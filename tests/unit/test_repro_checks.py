@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fuzz.export import plain_repro, repro
+from fuzz.export import plain_repro, plain_search, repro
 from fuzz.store.findings import FindingsStore, record_from_violation
 from tests.cases import small_case
 
@@ -103,11 +103,11 @@ def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path,
 def test_a_failing_form_without_time_for_its_second_run_says_so() -> None:
     runs: list[Any] = []
 
-    def run(form: Any) -> plain_repro.Outcome:
+    def run(form: Any) -> plain_search.Outcome:
         runs.append(form)  # the first form fails; the confirming run is cut at the budget
-        return plain_repro.Outcome("mismatch" if len(runs) == 1 else plain_repro.CUT)
+        return plain_search.Outcome("mismatch" if len(runs) == 1 else plain_search.CUT)
 
-    found = plain_repro.search(small_case(), V, run)
+    found = plain_search.search(small_case(), V, run)
     assert found.reproduced and not found.confirmed and found.out_of_time and found.flips == [] and found.runs == 1
     assert plain_repro.plain_summary({"verified": True, "reproduced": True, "out_of_time": True,
                                       "outcome": {"status": "mismatch", "message": "m"}}) == \
@@ -167,7 +167,7 @@ def test_a_check_with_the_same_basis_is_not_run_again(tmp_path: Path, checks: li
 def test_a_plain_search_cut_by_its_budget_does_not_claim_the_bug_is_gone() -> None:
     from tests.cases import CRASH, scalar_bias_case
 
-    found = plain_repro.search(scalar_bias_case(), CRASH, lambda form: plain_repro.Outcome("raised"), budget_s=0.0)
+    found = plain_search.search(scalar_bias_case(), CRASH, lambda form: plain_search.Outcome("raised"), budget_s=0.0)
     assert found.out_of_time and not found.reproduced
     assert plain_repro.plain_summary({"verified": True, "out_of_time": True, "outcome": None}) == \
         "was not run (its search for a failing form ran out of time)"
