@@ -116,7 +116,7 @@ def _install_vendored_modules() -> None:
     import importlib.util
     import linecache
 
-    class VendoredModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    class VendoredModules(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
         def find_spec(self, name: str, path: Sequence[str] | None = None,
                       target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
             if name not in _VENDORED:
@@ -125,6 +125,9 @@ def _install_vendored_modules() -> None:
 
         def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
             return None
+
+        def get_source(self, fullname: str) -> str:  # e.g. fuzz.probe.catalogue_cache runs a module's source
+            return _VENDORED[fullname][1]
 
         def exec_module(self, module: ModuleType) -> None:
             source = _VENDORED[module.__name__][1]
