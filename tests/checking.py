@@ -64,7 +64,7 @@ def assert_case_passes(case: Case, session: FuzzSession, request: pytest.Fixture
     if verdict.violations:  # also for a rejected case: layout and src_hash oracles saw its selections
         repro_dir = request.config.getoption("--repro-dir")
         if repro_dir and current_build_context().is_final:  # the shrunk case, not every shrink step
-            from fuzz.export.repro import write_repro
+            from fuzz.export.repro_render import write_repro
 
             path = write_repro(case, verdict.violations, repro_dir)
             request.node.user_properties.append(("repro", path))

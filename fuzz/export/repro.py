@@ -5,7 +5,9 @@ found with and the case in plain torch terms (program, inputs, config), and, ven
 its end, the suite modules that run a case and judge it (`fuzz.run.session` and what it imports:
 harness, programs, values, the oracles, the Case model; only torch and the standard library).
 Running the suite's own code keeps one definition of how inputs are built, how the case compiles
-and what each oracle accepts: the script's verdict is the oracle's verdict.
+and what each oracle accepts: the script's verdict is the oracle's verdict. The script is
+fuzz.export.repro_script, rendered by fuzz.export.repro_render with the modules fuzz.export.vendoring
+picks; this module runs the scripts and exports a campaign's findings as checked repros.
 
 Exit status of a script: 1 while the bug is present, 0 once it is fixed (nothing fails), 2 when
 the case could not be checked (e.g. eager now rejects it), 3 when the case fails differently (the
@@ -15,344 +17,25 @@ is re-run in a child process, and its death (signal, exit status, timeout) is th
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
-import re
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from fuzz.engine.children import REPO_ROOT, run_bounded
 from fuzz.engine.workers import cache_root
-from fuzz.store.findings import PROCESS_ORACLE, Finding, FindingsStore, now
-
-SUITE_PACKAGES = ("fuzz", "oracles", "strategies")
-ENTRY_MODULES = ("fuzz.run.session",)
-ALLOWED_IMPORTS = frozenset({"torch", "triton", "__future__"}) | frozenset(sys.stdlib_module_names)
-REPRO_OK, REPRO_BUG, REPRO_UNCHECKABLE, REPRO_DIFFERENT = 0, 1, 2, 3
-
-
-class ReproError(Exception):
-    """The repro cannot be made standalone (e.g. a vendored module imports a third-party package)."""
-
-
-# --- vendoring ------------------------------------------------------------------------------------
-
-def _module_file(name: str) -> tuple[Path, bool] | None:
-    base = REPO_ROOT.joinpath(*name.split("."))
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py", True
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py"), False
-    return None
-
-
-def vendored_modules(entries: Iterable[str] = ENTRY_MODULES) -> dict[str, tuple[bool, str]]:
-    """The suite modules `entries` import, transitively (package __init__s included):
-    name -> (is_package, source). Raises ReproError on an import a bare torch install lacks."""
-    todo, found = list(entries), {}
-    while todo:
-        name = todo.pop()
-        if name in found:
-            continue
-        located = _module_file(name)
-        if located is None:
-            raise ReproError(f"cannot find suite module {name} under {REPO_ROOT}")
-        path, is_package = located
-        source = path.read_text(encoding="utf-8")
-        found[name] = (is_package, source)
-        if "." in name:
-            todo.append(name.rpartition(".")[0])
-        package = name if is_package else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(source, str(path))):
-            targets: list[tuple[str, list[str]]]
-            if isinstance(node, ast.Import):
-                targets = [(a.name, []) for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                module = node.module or ""
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    module = ".".join(base + [module]).strip(".")
-                targets = [(module, [a.name for a in node.names])]
-            else:
-                continue
-            for module, names in targets:
-                top = module.split(".")[0]
-                if top in SUITE_PACKAGES:
-                    todo.append(module)
-                    todo += [f"{module}.{n}" for n in names if _module_file(f"{module}.{n}")]
-                elif top not in ALLOWED_IMPORTS:
-                    raise ReproError(f"{name} imports {module}: a standalone repro may only need torch")
-    return dict(sorted(found.items()))
-
-
-def _literal(source: str) -> str:
-    """`source` as a Python string literal, readable (triple-quoted raw) where that is exact."""
-    if "'''" not in source and not source.endswith("\\") and "\\\n" not in source:
-        return "r'''" + source + "'''"
-    return repr(source)
-
-
-def _suite_version() -> str:
-    try:
-        rev = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", *SUITE_PACKAGES],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        return rev + ("+local changes" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-# --- rendering ------------------------------------------------------------------------------------
-
-def _as_dict(v: Any) -> dict[str, str]:
-    return dict(v) if isinstance(v, Mapping) else dataclasses.asdict(v)
-
-
-def _plain_torch(case: Any) -> list[str]:
-    """The case in plain torch terms, for the header (the script runs the suite's code)."""
-    data = case.to_json()
-    lines = []
-    with contextlib.suppress(Exception):
-        from fuzz.run import programs
-
-        lines += ["program (after fuzz.run.programs.source):",
-                  *("    " + ln for ln in programs.source(case).splitlines())]
-    if not lines:
-        lines.append(f"op: {data['op']} with parameters {data['params']}")
-    lines.append("inputs, each a view torch.as_strided(storage, size, stride, offset) of a fresh storage:")
-    shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
-    for i, t in enumerate(case.inputs):
-        role = " (frozen module parameter)" if data.get("frozen_weights") and i > 0 else ""
-        size = max(case.inputs[j].storage_size() for j in shared) if shared and i == shared[0] else t.storage_size()
-        storage = f"storage of {size} elements" if i not in shared[1:] else f"a view of x{shared[0]}'s storage"
-        lines.append(f"    x{i}: {t.dtype} size {tuple(t.shape)} stride {tuple(t.stride)} offset {t.offset}, "
-                     f"{storage}{role}")
-    lines.append(f"values: {data['value_mode']}, storage i filled from torch.Generator().manual_seed("
-                 f"{data['seed']} * 1009 + i) in float64, then cast to the dtype and moved to {data['device']}")
-    lines.append("inductor config: " + ", ".join(f"{k}={v!r}" for k, v in sorted(data["config"].items())))
-    with contextlib.suppress(Exception):
-        from fuzz.probe.observe import LOWERING_SKIPPING_CACHES
-
-        lines.append("  plus " + ", ".join(f"{k}={v!r}" for k, v in LOWERING_SKIPPING_CACHES.items())
-                     + " (every compile reaches lowering)")
-    shown = {"op", "inputs", "params", "value_mode", "seed", "device", "config"}
-    extras = [f"{k}={v!r}" for k, v in sorted(data.items()) if k not in shown and v not in (False, [], {}, None, 0)]
-    if extras:
-        lines.append("also: " + ", ".join(extras))
-    return lines
-
-
-def render_repro(case: Any, violations: Sequence[Any], meta: Mapping[str, Any] | None = None) -> str:
-    """The script's text for `case` showing `violations` (Violation objects or dicts)."""
-    meta = dict(meta or {})
-    expected = [_as_dict(v) for v in violations]
-    if not expected:
-        raise ReproError("a repro needs at least one violation to check")
-    process = [v for v in expected if v["oracle"] == PROCESS_ORACLE]
-    checked = [v for v in expected if v["oracle"] != PROCESS_ORACLE]
-    mode = "process" if process else "oracle"
-    versions = meta.get("versions") or {}
-    first = expected[0]
-    header = [
-        "#!/usr/bin/env python3",
-        f"# mm-autotune-fuzz repro: {first['oracle']} / {first['signature']}",
-        "#",
-    ]
-    for v in expected:
-        header += [f"# violation [{v['severity']}] {v['oracle']} {v['signature']}:", f"#     {v['message']}"]
-    bug = meta.get("known_bug")
-    header.append("# status: " + (f"known upstream bug {bug['name']} ({bug['tracking']})" if bug else
-                                  "new finding (not a registered upstream bug)"))
-    if meta.get("count"):
-        header.append(f"# seen {meta['count']} time(s) from {meta.get('first_seen')} to {meta.get('last_seen')}")
-    header.append("# found with: " + ", ".join(f"{k} {versions.get(k) or '-'}" for k in
-                                                ("torch", "triton", "cuda", "gpu", "driver", "python", "host")))
-    header.append(f"# exported {now()} with torch {_torch_version()} by mm-autotune-fuzz {_suite_version()}")
-    header += ["#", "# The case:"] + [f"#   {line}" for line in _plain_torch(case)]
-    header += ["#", f"#   case JSON: {case.dumps()}", "#"]
-    if mode == "process":
-        header += ["# The bug kills or hangs the process running the case: this script runs the case in a",
-                   "# child process and reports how that ends."]
-    header += ["# The script runs the case exactly as mm-autotune-fuzz does (its modules are vendored",
-               "# verbatim at the end of this file; they need only torch) and applies the oracle(s) above.",
-               "# Run it with plain `python`. Exit status: 1 while the bug is present, 0 once it is fixed",
-               "# (nothing fails), 2 when the case cannot be checked (e.g. eager rejects it on this torch),",
-               "# 3 when it fails differently (other violations). A passing run is repeated (3 runs in",
-               "# all) before it says FIXED: some bugs read memory they do not own.", ""]
-    body = _BODY.format(case_json=_literal(case.dumps()),
-                        expected=repr([(v["oracle"], v["signature"]) for v in checked]),
-                        process=repr([v["signature"] for v in process]), mode=repr(mode),
-                        timeout=float(meta.get("timeout_s", 600.0)))
-    vendor = [_VENDOR_HEAD.format(version=_suite_version()), "_VENDORED = {"]
-    for name, (is_package, source) in vendored_modules().items():
-        vendor.append(f"    {name!r}: ({is_package}, {_literal(source)}),")
-    vendor += ["}", "", "", 'if __name__ == "__main__":',
-               ('    sys.exit(run_child() if sys.argv[1:] == ["--child"] else (check_process() if MODE == "process" '
-                'else check()))'), ""]
-    return "\n".join(header) + body + "\n".join(vendor)
-
-
-def _torch_version() -> str:
-    with contextlib.suppress(Exception):
-        import torch
-
-        return str(torch.__version__)
-    return "-"
-
-
-_BODY = '''import sys
-
-CASE_JSON = {case_json}
-EXPECTED = {expected}  # (oracle, signature) pairs whose reappearance means the bug is still there
-PROCESS_DEATHS = {process}  # how the worker process died, for findings where it did
-MODE = {mode}
-TIMEOUT_S = {timeout}
-
-
-ATTEMPTS = 3  # a bug that reads memory it does not own can pass by chance: a pass is retried
-
-
-def evaluate(times=1):
-    """Run the case the way the suite does, `times` times in one session; yields each Verdict."""
-    _install_vendored_modules()
-    from fuzz.run.session import FuzzSession
-    from strategies.case import Case
-
-    session = FuzzSession()
-    for _attempt in range(times):
-        yield session.evaluate(Case.loads(CASE_JSON))
-
-
-def check():
-    import torch
-
-    where = f"torch {{torch.__version__}}"
-    others = set()
-    for verdict in evaluate(ATTEMPTS):
-        seen = list(verdict.violations) + [v for v, _ in verdict.known]
-        hits = [v for v in seen if (v.oracle, v.signature) in EXPECTED]
-        if hits:
-            v = hits[0]
-            print(f"BUG ({{where}}): [{{v.severity}}] {{v.oracle}} {{v.signature}}: {{v.message}}")
-            return 1
-        if verdict.rejected:
-            failure = verdict.observation.eager_failure or verdict.observation.compile_failure
-            print(f"CANNOT CHECK ({{where}}): the case is rejected now: {{failure.type}}: {{failure.message}}")
-            return 2
-        others |= {{f"{{v.oracle}} {{v.signature}}" for v in seen}}
-    expected = ", ".join(s for _, s in EXPECTED)
-    if others:
-        print(f"FAILS DIFFERENTLY ({{where}}): {{expected}} no longer reproduces, but the case fails with: "
-              + ", ".join(sorted(others)))
-        return 3
-    print(f"FIXED ({{where}}): {{expected}} no longer reproduces and nothing else fails in {{ATTEMPTS}} runs")
-    return 0
-
-
-def run_child():
-    import faulthandler
-
-    faulthandler.enable()
-    (verdict,) = evaluate()
-    if verdict.observation.case.device == "cuda":
-        import torch
-
-        try:
-            torch.cuda.synchronize()
-        except Exception as e:
-            print(f"the CUDA context is unusable after the case: {{e}}", file=sys.stderr)
-            return 3
-    return 0
-
-
-def check_process():
-    import signal
-    import subprocess
-
-    expected = ", ".join(PROCESS_DEATHS)
-    try:
-        code = subprocess.run([sys.executable, __file__, "--child"], timeout=TIMEOUT_S).returncode
-    except subprocess.TimeoutExpired:
-        print(f"BUG: the case hung for more than {{TIMEOUT_S:g}}s (found as: {{expected}})")
-        return 1
-    if code < 0:
-        print(f"BUG: the case killed the process with {{signal.Signals(-code).name}} (found as: {{expected}})")
-        return 1
-    if code == 3:
-        print(f"BUG: the case left the CUDA context unusable (found as: {{expected}})")
-        return 1
-    if code == 1:
-        print("CANNOT CHECK: the child process raised (traceback above)")
-        return 2
-    if code != 0:
-        print(f"BUG: the process exited with status {{code}} (found as: {{expected}})")
-        return 1
-    print(f"FIXED: the case ran to completion (found as: {{expected}})")
-    return 0
-
-
-'''
-
-_VENDOR_HEAD = '''# ================================================================================================
-# mm-autotune-fuzz {version}, vendored verbatim: the modules that run a case and judge it.
-# ================================================================================================
-
-def _install_vendored_modules():
-    import importlib.abc
-    import importlib.util
-    import linecache
-
-    class VendoredModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        def find_spec(self, name, path=None, target=None):
-            if name not in _VENDORED:
-                return None
-            return importlib.util.spec_from_loader(name, self, is_package=_VENDORED[name][0])
-
-        def create_module(self, spec):
-            return None
-
-        def exec_module(self, module):
-            source = _VENDORED[module.__name__][1]
-            filename = f"<vendored {{module.__name__}}>"
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-            exec(compile(source, filename, "exec"), module.__dict__)
-
-    sys.meta_path.insert(0, VendoredModules())
-
-'''
-
-
-# --- writing and verifying -------------------------------------------------------------------------
-
-def repro_name(case: Any, violations: Sequence[Any]) -> str:
-    first = _as_dict(violations[0])
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{first['oracle']}-{first['signature']}").strip("-")[:80]
-    digest = hashlib.sha1((case.dumps() + repr([_as_dict(v)["signature"] for v in violations])).encode())
-    return f"{slug}-{digest.hexdigest()[:8]}.py"
-
-
-def write_repro(case: Any, violations: Sequence[Any], repro_dir: str | os.PathLike[str],
-                meta: Mapping[str, Any] | None = None, name: str | None = None) -> str:
-    """Write the repro script for `case` and its `violations` into `repro_dir`; returns its path.
-    (tests/checking.py calls this for every failing property test under `pytest --repro-dir`.)"""
-    path = Path(repro_dir) / (name or repro_name(case, violations))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"versions": {"torch": _torch_version(), "python": sys.version.split()[0]}, **(meta or {})}
-    path.write_text(render_repro(case, violations, meta), encoding="utf-8")
-    path.chmod(0o755)
-    return str(path)
+from fuzz.export.repro_render import torch_version, write_repro
+from fuzz.export.repro_script import REPRO_BUG
+from fuzz.export.vendoring import SUITE_PACKAGES, ReproError
+from fuzz.store.findings import Finding, FindingsStore, now
 
 
 @dataclasses.dataclass
@@ -394,7 +77,7 @@ def check_basis(f: Finding) -> str:
     torch and the suite's code (a check with the same basis need not run again)."""
     code = sorted((str(p.relative_to(REPO_ROOT)), p.read_text(encoding="utf-8"))
                   for package in SUITE_PACKAGES for p in (REPO_ROOT / package).rglob("*.py"))
-    basis = [f.best_case, f.violation, socket.gethostname(), _torch_version(), code]
+    basis = [f.best_case, f.violation, socket.gethostname(), torch_version(), code]
     return hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
@@ -501,7 +184,7 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                 emit(f"    plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
     for i, (f, path) in enumerate(written):
         result, plain = results.get(i, (None, {}))
-        f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": _torch_version(),
+        f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": torch_version(),
                    "checked": (f.repro or {}).get("checked") if i in again else now(),
                    "exit_code": result.exit_code if result else None,
                    "verdict": result.verdict if result else "not run",

@@ -18,48 +18,34 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib.abc import InspectLoader
 from pathlib import Path
+from types import ModuleType
 
+from fuzz.probe import list_templates
 from fuzz.probe.observe import ObserverUnavailable
 
 CATALOGUE_DIR_ENV = "MM_FUZZ_CATALOGUE_DIR"
 
 Catalogue = dict[str, dict[str, str | None]]
 
-_CATALOGUE_SCRIPT = r"""
-import hashlib, importlib, json, pkgutil, sys
-from torch._inductor.codegen.common import KernelTemplate
-sources = {}
-_from_string = KernelTemplate._template_from_string
-def _capture(source):
-    caller = sys._getframe(1)
-    if caller.f_code.co_name == "__init__" and isinstance(caller.f_locals.get("name"), str):
-        sources.setdefault(caller.f_locals["name"], source)
-    return _from_string(source)
-KernelTemplate._template_from_string = staticmethod(_capture)
-exec(sys.argv[1])
-import torch._inductor.kernel as kernels
-from torch._inductor.select_algorithm import TritonTemplate
-for mod in pkgutil.walk_packages(kernels.__path__, kernels.__name__ + "."):
-    try:
-        importlib.import_module(mod.name)
-    except ImportError:  # optional backends (e.g. CUTLASS bindings) absent on this machine
-        pass
-out = {}
-for name, t in TritonTemplate.all_templates.items():
-    src = sources.get(name)
-    out[t.uid] = {"src_hash": t.src_hash,
-                  "source_sha256": None if src is None else hashlib.sha256(src.encode("utf-8")).hexdigest()}
-print(json.dumps(out))
-"""
+
+def _source(module: ModuleType) -> str:
+    """`module`'s source, from its loader (a standalone repro's vendored modules have no file)."""
+    loader = module.__spec__.loader if module.__spec__ else None
+    source = loader.get_source(module.__name__) if isinstance(loader, InspectLoader) else None
+    if source is None:
+        raise ObserverUnavailable(f"the source of {module.__name__} cannot be read: the template catalogue is unknown")
+    return source
 
 
 def template_catalogue(prelude: str = "") -> dict[str, dict[str, str | None]]:
-    """Every Triton template inductor defines, read in a fresh process: uid -> its `src_hash`
-    and the sha256 of the source it was built from (captured as the template was constructed).
+    """Every Triton template inductor defines, read in a fresh process (fuzz.probe.list_templates):
+    uid -> its `src_hash` and the sha256 of the source it was built from (captured as the template
+    was constructed).
 
     `prelude` runs before inductor's templates are imported (tests use it to plant bugs)."""
-    proc = subprocess.run([sys.executable, "-c", _CATALOGUE_SCRIPT, prelude], check=False, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", _source(list_templates), prelude], check=False, capture_output=True,
                           text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

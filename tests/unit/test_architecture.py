@@ -1,9 +1,12 @@
 """The suite's modules import each other without a cycle (imports inside functions count too):
-the Case vocabulary (strategies.case) depends on nothing that observes inductor."""
+the Case vocabulary (strategies.case) depends on nothing that observes inductor. Only fuzz.probe
+touches inductor/dynamo internals, no module is over 400 lines, and none holds Python source in a
+string literal (a script run in a fresh process, or a repro's template, is a module of its own)."""
 
 from __future__ import annotations
 
 import ast
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -66,7 +69,7 @@ def test_cycle_finds_a_planted_cycle() -> None:
 PROBE = "fuzz.probe"
 INTERNALS = ("torch._inductor", "torch._dynamo")
 MAX_LINES = 400
-NOT_YET_SPLIT = {"fuzz.engine.workers", "fuzz.engine.rounds", "fuzz.export.repro", "fuzz.export.plain_repro"}
+NOT_YET_SPLIT = {"fuzz.engine.workers", "fuzz.engine.rounds"}
 """Modules still over MAX_LINES (issue 30): each leaves this set when it is split, and none may join it."""
 
 
@@ -118,3 +121,74 @@ def test_no_module_is_over_400_lines() -> None:
     new = {name: n for name, n in long.items() if name not in NOT_YET_SPLIT}
     assert new == {}, f"modules over {MAX_LINES} lines (split them along a real seam): {new}"
     assert set(long) == NOT_YET_SPLIT, f"split already, drop from NOT_YET_SPLIT: {NOT_YET_SPLIT - set(long)}"
+
+
+# --- code as code -----------------------------------------------------------------------------------
+
+CODE_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
+                   ast.AugAssign, ast.AnnAssign)
+
+
+def _holds_code(text: str) -> bool:
+    """Whether `text` is Python source: three lines or more that parse (dedented) and hold a def,
+    class, import, assignment or call statement."""
+    if len(text.strip().splitlines()) < 3:
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return False
+    return any(isinstance(n, CODE_STATEMENTS) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call))
+               for n in ast.walk(tree))
+
+
+def python_in_strings(source: str) -> list[str]:
+    """Each string literal of `source` that holds Python source (an f-string's fields read as names),
+    as `line: its first line`; docstrings (a string that is a statement of its own) do not count."""
+    tree = ast.parse(source)
+    skip = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    skip |= {id(part) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for part in ast.walk(n) if part is not n}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "_" for v in node.values)
+        else:
+            continue
+        if _holds_code(text):
+            found.append(f"{node.lineno}: {text.strip().splitlines()[0]}")
+    return found
+
+
+def test_no_module_holds_python_source_in_a_string() -> None:
+    offenders = {name: found for name, path in source_modules().items()
+                 if (found := python_in_strings(path.read_text(encoding="utf-8")))}
+    assert offenders == {}, f"Python source in string literals (make it a module: run it with `python -m`, or read " \
+                            f"its text where a repro must stay standalone): {offenders}"
+
+
+@pytest.mark.parametrize("planted", [
+    'SCRIPT = """\nimport json, sys\nprint(json.dumps(sys.argv))\nsys.exit(0)\n"""',
+    'def run():\n    return subprocess.run(["python", "-c", """\n        import os\n        pid = os.getpid()\n'
+    '        print(pid)\n    """])',
+    "BODY = f\"\"\"\ndef check():\n    return {expected}\n\n\nprint(check())\n\"\"\"",
+])
+def test_the_code_check_fails_on_planted_source(planted: str) -> None:
+    assert python_in_strings(planted)
+
+
+def test_the_code_check_passes_prose_data_and_docstrings() -> None:
+    example = '"""\n        x = f()\n        print(x)\n        y = x\n    """'  # as a docstring shows code
+    ordinary = [
+        'raise ValueError("the case failed:\\n  x0 is 4 x 8\\n  x1 is 8 x 4\\nsee the log")',
+        'print(f"{n} repro(s) written\\n  check them with: python -m fuzz export {out}\\n  or rerun them")',
+        'TABLE = "a\\nb\\nc\\n1"',  # parses, but only names and a number
+        'CODE = "import os\\nos.getpid()"',  # two lines: below the check's limit
+        f"def f():\n    {example}\n    return 1\n",  # docstrings, a function's or an attribute's
+        f"LIMIT = 3\n{example}\n",
+    ]
+    assert [python_in_strings(source) for source in ordinary] == [[]] * len(ordinary)
+    assert python_in_strings(f"USE = {example}")  # the same text as a value is source

@@ -14,18 +14,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from fuzz.export.plain_repro import (
-    Form,
-    Outcome,
-    PlainReproError,
-    check_kind,
-    export_plain,
-    family_backend,
-    render,
-    same_failure,
-    search,
-    write_plain_repro,
-)
+from fuzz.export.plain_form import Form, PlainReproError, check_kind
+from fuzz.export.plain_render import render
+from fuzz.export.plain_repro import export_plain, write_plain_repro
+from fuzz.export.plain_search import Outcome, family_backend, same_failure, search
 from fuzz.run.values import materialize
 from fuzz.store.findings import FindingsStore, record_from_violation
 from strategies.case import Case, TensorSpec

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from fuzz.export import repro
-from fuzz.export.repro import ALLOWED_IMPORTS, SUITE_PACKAGES, render_repro, run_repro, vendored_modules, write_repro
+from fuzz.export.repro import run_repro
+from fuzz.export.repro_render import render_repro, write_repro
+from fuzz.export.repro_script import REPRO_DIFFERENT
+from fuzz.export.vendoring import ALLOWED_IMPORTS, SUITE_PACKAGES, ReproError, vendored_modules
 from oracles.model import Observation, Violation
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.cases import affected, offset_weight_case, small_case
@@ -116,7 +118,7 @@ def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
 
 
 def test_render_refuses_an_empty_violation_list() -> None:
-    with pytest.raises(repro.ReproError):
+    with pytest.raises(ReproError):
         render_repro(small_case(), [])
 
 
@@ -148,7 +150,7 @@ def test_a_repro_says_fixed_only_when_nothing_fails(tmp_path: Path) -> None:
     plant(path, "from oracles.model import Violation",
           "verdict.violations.append(Violation('layout_spec', 'unsound', 'planted:mm', 'planted'))")
     result = run_repro(path)
-    assert result.exit_code == repro.REPRO_DIFFERENT, result
+    assert result.exit_code == REPRO_DIFFERENT, result
     assert result.verdict.startswith("FAILS DIFFERENTLY") and "layout_spec planted:mm" in result.verdict
 
 

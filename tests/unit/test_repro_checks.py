@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from fuzz.export import plain_repro, repro
+from fuzz.export import plain_repro, plain_search, repro, repro_render
+from fuzz.export.repro_script import REPRO_BUG, REPRO_OK
 from fuzz.store.findings import FindingsStore, record_from_violation
 from tests.cases import small_case
 
@@ -38,7 +39,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def run(path: str, timeout_s: float, cancel: Any = None) -> repro.ReproResult:
         ran.append(Path(path).name)
         time.sleep(0.2)
-        return repro.ReproResult(repro.REPRO_BUG, "BUG", 0.2)
+        return repro.ReproResult(REPRO_BUG, "BUG", 0.2)
 
     monkeypatch.setattr(repro, "run_repro", run)
     monkeypatch.setattr(plain_repro, "export_plain",
@@ -66,7 +67,7 @@ def test_a_check_still_running_when_the_time_is_spent_is_stopped_with_its_childr
             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
             f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
             "time.sleep(120)\n")
-    monkeypatch.setattr(repro, "render_repro", lambda case, violations, meta=None: slow)  # a check that hangs
+    monkeypatch.setattr(repro_render, "render_repro", lambda case, violations, meta=None: slow)  # a check that hangs
     _quick_environment(monkeypatch)
     lines: list[str] = []
     began = time.monotonic()
@@ -103,11 +104,11 @@ def test_a_plain_search_run_still_going_at_its_budget_is_stopped(tmp_path: Path,
 def test_a_failing_form_without_time_for_its_second_run_says_so() -> None:
     runs: list[Any] = []
 
-    def run(form: Any) -> plain_repro.Outcome:
+    def run(form: Any) -> plain_search.Outcome:
         runs.append(form)  # the first form fails; the confirming run is cut at the budget
-        return plain_repro.Outcome("mismatch" if len(runs) == 1 else plain_repro.CUT)
+        return plain_search.Outcome("mismatch" if len(runs) == 1 else plain_search.CUT)
 
-    found = plain_repro.search(small_case(), V, run)
+    found = plain_search.search(small_case(), V, run)
     assert found.reproduced and not found.confirmed and found.out_of_time and found.flips == [] and found.runs == 1
     assert plain_repro.plain_summary({"verified": True, "reproduced": True, "out_of_time": True,
                                       "outcome": {"status": "mismatch", "message": "m"}}) == \
@@ -140,7 +141,7 @@ def test_new_findings_are_checked_first_and_none_starts_after_the_time(tmp_path:
         assert (tmp_path / by_sig[sig]["path"]).is_file() and by_sig[sig]["exit_code"] is None
         assert by_sig[sig]["verdict"] == "not checked: the 0.3s for repro checks were spent"
         assert by_sig[sig]["plain"]["verified"] is False and "basis" not in by_sig[sig]
-    assert all(by_sig[sig]["exit_code"] == repro.REPRO_BUG and by_sig[sig]["basis"] for sig in ("new-1", "new-2"))
+    assert all(by_sig[sig]["exit_code"] == REPRO_BUG and by_sig[sig]["basis"] for sig in ("new-1", "new-2"))
     assert sum("not checked" in ln for ln in lines) == 2
 
 
@@ -153,9 +154,9 @@ def test_a_check_with_the_same_basis_is_not_run_again(tmp_path: Path, checks: li
     repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=lines.append, timeout_s=60)
     assert len(checks) == 1 and "reproduced before with this torch, code and case (exit 1), not run again" in lines[0]
     again, = FindingsStore(tmp_path)
-    assert again.repro["exit_code"] == repro.REPRO_BUG and again.repro["plain"]["verified"]
+    assert again.repro["exit_code"] == REPRO_BUG and again.repro["plain"]["verified"]
 
-    monkeypatch.setattr(repro, "_torch_version", lambda: "9.9.9")  # another torch: checked again
+    monkeypatch.setattr(repro, "torch_version", lambda: "9.9.9")  # another torch: checked again
     repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=print, timeout_s=60)
     f, = FindingsStore(tmp_path)
     f.minimal_case = {**f.case, "seed": 4}  # a smaller case: checked again
@@ -167,7 +168,7 @@ def test_a_check_with_the_same_basis_is_not_run_again(tmp_path: Path, checks: li
 def test_a_plain_search_cut_by_its_budget_does_not_claim_the_bug_is_gone() -> None:
     from tests.cases import CRASH, scalar_bias_case
 
-    found = plain_repro.search(scalar_bias_case(), CRASH, lambda form: plain_repro.Outcome("raised"), budget_s=0.0)
+    found = plain_search.search(scalar_bias_case(), CRASH, lambda form: plain_search.Outcome("raised"), budget_s=0.0)
     assert found.out_of_time and not found.reproduced
     assert plain_repro.plain_summary({"verified": True, "out_of_time": True, "outcome": None}) == \
         "was not run (its search for a failing form ran out of time)"
@@ -176,7 +177,7 @@ def test_a_plain_search_cut_by_its_budget_does_not_claim_the_bug_is_gone() -> No
 def test_a_repro_that_did_not_reproduce_is_checked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[str] = []
     monkeypatch.setattr(repro, "run_repro", lambda path, timeout_s, cancel=None: ran.append(path) or
-                        repro.ReproResult(repro.REPRO_OK, "FIXED", 0.1))
+                        repro.ReproResult(REPRO_OK, "FIXED", 0.1))
     monkeypatch.setattr(plain_repro, "export_plain",
                         lambda *a, verify, **k: {"path": "repros/p.py", "verified": verify})
     (tmp_path / "repros").mkdir()
@@ -191,7 +192,7 @@ def test_a_check_cut_by_the_time_keeps_the_last_one(tmp_path: Path, checks: list
     (tmp_path / "repros").mkdir()
     (tmp_path / "repros" / "p.py").write_text("plain, as searched")
     repro.export_findings(_store(tmp_path, {"a": False}), tmp_path / "repros", emit=print, timeout_s=60)
-    monkeypatch.setattr(repro, "_torch_version", lambda: "9.9.9")  # due again, but no time for it
+    monkeypatch.setattr(repro, "torch_version", lambda: "9.9.9")  # due again, but no time for it
     repro.export_findings(FindingsStore(tmp_path), tmp_path / "repros", emit=print, timeout_s=60, time_s=0)
     f, = FindingsStore(tmp_path)
     assert len(checks) == 1 and f.repro["exit_code"] is None and f.repro["plain"]["verified"]

@@ -1,0 +1,290 @@
+"""The text of a plain-torch repro script: the inputs built with plain torch calls (the very
+storages the fuzzer built: its seeded values, NaN wherever no view reads, and the `nonfinite` mode's
+NaN/inf at literal positions), the case's program, the compile its Form says, and then either the
+exception propagating with its full traceback or an assertion on the values. It prints the versions
+first."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+import torch
+
+from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, RAISES, STRIDES, VALUE_CHECKS, Form, check_kind
+from fuzz.run import programs
+from fuzz.run.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
+from strategies.case import Case, TensorSpec, contiguous_strides
+
+
+def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
+    """The float64 values fuzz.run.values draws for the storage of input `index` (the first of its
+    group): the same generator, the same calls in the same order."""
+    gen = f"torch.Generator().manual_seed({storage_seed(case, index)})"
+
+    def masked(call: str, density: float) -> str:  # `call`'s values, each kept with probability `density`
+        named = call.replace(f"generator={gen}", f"generator=(g := {gen})")  # the mask draws from it next
+        return f"({named} * (torch.rand({size}, generator=g, dtype=torch.float64) < {density!r}))"
+
+    if case.op == "scaled_mm" and index >= 2:
+        return f"(2.0 ** torch.randint(-2, 3, {size}, generator={gen}, dtype=torch.float64))"
+    if case.value_mode == "exact_int" or spec.dtype == "int8":
+        r, density = exact_int_range(case) if case.value_mode == "exact_int" else (8, 1.0)
+        ints = f"torch.randint({-r}, {r + 1}, {size}, generator={gen}, dtype=torch.float64)"
+        return ints if density >= 1.0 else masked(ints, density)  # rand < 1 holds always: no mask needed
+    normal = f"torch.randn({size}, generator={gen}, dtype=torch.float64)"
+    if case.value_mode == "sparse":
+        return masked(normal, 0.1)
+    return f"({normal} * {large_scale(case)!r})" if case.value_mode == "large" else normal
+
+
+def _draw(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...], seeded: bool) -> str:
+    """A fresh tensor of `size` and the input's dtype on the case's device: the values fuzz.run.values
+    draws for input `index` (cast from float64), or plain random ones."""
+    on = ', device="cuda"' if case.device == "cuda" else ""
+    if not seeded:
+        if case.op == "scaled_mm" and index >= 2:
+            return f"torch.ones({size}{on})"
+        if spec.dtype == "int8":
+            return f"torch.randint(-8, 9, {size}, dtype=torch.int8{on})"
+        if spec.dtype.startswith("float8"):
+            return f"torch.randn({size}{on}).to(torch.{spec.dtype})"
+        return f"torch.randn({size}, dtype=torch.{spec.dtype}{on})"
+    return _values(case, spec, index, size) + f".to(torch.{spec.dtype})" + (".cuda()" if case.device == "cuda" else "")
+
+
+def _input(case: Case, spec: TensorSpec, index: int, seeded: bool) -> str:
+    """Input `index` as an expression: a permuted or expanded fresh tensor where that gives the
+    case's layout exactly, else a view `as_strided` of a fresh storage."""
+    shape, stride = tuple(spec.shape), tuple(spec.stride)
+    n = 1
+    for d in shape:
+        n *= d
+    order = sorted(range(len(shape)), key=lambda i: -stride[i])
+    base = tuple(shape[i] for i in order)
+    if spec.offset == 0 and spec.storage_size() == n and \
+            tuple(stride[i] for i in order) == contiguous_strides(base):
+        perm = [order.index(i) for i in range(len(shape))]
+        view = "" if perm == sorted(perm) else ".t()" if len(shape) == 2 else \
+            ".transpose(-1, -2)" if perm == list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2] else \
+            f".permute{tuple(perm)}"
+        return _draw(case, spec, index, base, seeded) + view
+    unexpanded = tuple(1 if s == 0 else d for d, s in zip(shape, stride, strict=True))
+    if spec.offset == 0 and 0 in stride \
+            and all(d > 1 if s == 0 else d for d, s in zip(shape, stride, strict=True)) and \
+            stride == tuple(0 if s == 0 else c for s, c in zip(stride, contiguous_strides(unexpanded), strict=True)):
+        return _draw(case, spec, index, unexpanded, seeded) + f".expand{shape}"
+    return _draw(case, spec, index, (spec.storage_size(),), seeded) + f".as_strided({shape}, {stride}, {spec.offset})"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Storage:
+    """One storage of a call's inputs: the inputs that view it (one, or the shared ones), its size,
+    and what fuzz.run.values puts into it besides the drawn values: NaN in the elements no view reads
+    (floating dtypes), and in the `nonfinite` value mode NaN/inf at a few positions the views read."""
+
+    group: list[int]
+    size: int
+    nan_outside: bool
+    nonfinite: dict[int, float]
+
+
+def _storages(case: Case, specs: tuple[TensorSpec, ...], seeded: bool) -> list[_Storage]:
+    out = []
+    for group in storage_groups(case, len(specs)):
+        size = max(specs[i].storage_size() for i in group)
+        if not seeded:  # plain random values: the layouts and aliasing alone
+            out.append(_Storage(group, size, False, {}))
+            continue
+        values = storage_values(case, specs, group)
+        read = torch.zeros(size, dtype=torch.bool)
+        for i in group:
+            read.as_strided(specs[i].shape, specs[i].stride, specs[i].offset).fill_(True)
+        inside = (read & ~values.isfinite()).nonzero().flatten().tolist()  # drawn values are finite
+        out.append(_Storage(group, size, bool(values[~read].isnan().any()), {i: float(values[i]) for i in inside}))
+    return out
+
+
+def _strided_helper(case: Case, nonfinite: bool) -> list[str]:
+    """`strided(values, dtype, *views)`: the views of one storage holding the float64 `values`
+    where a view reads, NaN elsewhere, cast to `dtype` (`nonfinite`: NaN/inf put in first)."""
+    cuda = ".cuda()" if case.device == "cuda" else ""
+    return [f"def strided(values, dtype, *views{', nonfinite={}' if nonfinite else ''}):  "
+            "# views (shape, stride, offset) of one storage",
+            *(["    values[list(nonfinite)] = torch.tensor(list(nonfinite.values()), dtype=torch.float64)  "
+               "# NaN/inf at these positions"] if nonfinite else []),
+            "    read = torch.cat([torch.arange(len(values)).as_strided(*view).flatten() for view in views])",
+            f"    storage = torch.full_like(values, torch.nan).index_put((read,), values[read]).to(dtype){cuda}  "
+            "# NaN where no view reads",
+            "    return [storage.as_strided(*view) for view in views]"]
+
+
+def _nonfinite_literal(value: float) -> str:
+    return "torch.nan" if math.isnan(value) else "torch.inf" if value > 0 else "-torch.inf"
+
+
+def _build(case: Case, specs: tuple[TensorSpec, ...], storages: list[_Storage], seeded: bool) -> list[str]:
+    """Statements binding x0, x1, .. (the inputs of `storages`), one per storage: a fresh tensor
+    where that gives the layout, else views of one storage."""
+    lines = []
+    for s in storages:
+        first, dtype, names = s.group[0], specs[s.group[0]].dtype, ", ".join(f"x{i}" for i in s.group)
+        if s.nan_outside or s.nonfinite:
+            views = ", ".join(repr((tuple(specs[i].shape), tuple(specs[i].stride), specs[i].offset)) for i in s.group)
+            nonfinite = ", ".join(f"{i}: {_nonfinite_literal(v)}" for i, v in s.nonfinite.items())
+            lines.append(f"[{names}] = strided({_values(case, specs[first], first, (s.size,))}, torch.{dtype}, {views}"
+                         + (f", nonfinite={{{nonfinite}}})" if nonfinite else ")"))
+        elif len(s.group) == 1:
+            lines.append(f"x{first} = {_input(case, specs[first], first, seeded)}")
+        else:
+            lines.append(f"shared = {_draw(case, specs[first], first, (s.size,), seeded)}  # {names} alias it")
+            lines += [f"x{i} = shared.as_strided({tuple(specs[i].shape)}, {tuple(specs[i].stride)}, {specs[i].offset})"
+                      for i in s.group]
+    return lines
+
+
+def _make_inputs(name: str, statements: list[str], n: int) -> list[str]:
+    return [f"def {name}():", *(f"    {st}" for st in statements),
+            f"    return [{', '.join(f'x{i}' for i in range(n))}]", ""]
+
+
+_CHECKS = {
+    EXACT: ["def check(got, args):  # exact-integer inputs: every product and partial sum is exact",
+            "    for g, w in zip(got, {ref}(*[x.double() for x in args])):",
+            "        assert torch.equal(g.double(), w), "
+            "f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
+            "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, "
+            "exact {{w.flatten()[:4].tolist()}}\""],
+    BOUND: ["def check(got, args, f=torch.finfo(torch.{dtype})):  # against float64 (f: the op's dtype), within the "
+            "worst case of float32 accumulation",
+            "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), "
+            "{mag}(*[x.double().abs() for x in args])):",
+            "        tol = 4 * ((args[0].shape[-1] + 2) * 2.0**-24 + f.eps) * m + f.tiny * f.eps  # float32 sums of K "
+            "terms + rounding to f, x4 for the steps after",
+            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  "
+            "# may overflow, NaN/inf: not judged",
+            "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements are off by more than the bound\""],
+    NONFINITE: ["def check(got, args, f=torch.finfo(torch.{dtype})):  "
+                "# NaN and inf where float64 has them, nowhere else",
+                "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), "
+                "{mag}(*[x.double().abs() for x in args])):",
+                "        g, fits = g.double(), torch.isfinite(w) & (m <= f.max / 2)  # elsewhere a kernel may overflow",
+                "        bad = int(((g.isnan() != w.isnan()) & (fits | ~torch.isfinite(w)) | w.isinf() & (g != w)"
+                " | fits & g.isinf()).sum())",
+                "        assert bad == 0, "
+                "f\"{{bad}} of {{w.numel()}} elements have NaN/inf where float64 has not, or miss its own\""],
+    STRIDES: ["def check(got, args):  # against eager: shapes, dtypes and the strides of dims longer than 1",
+              "    for g, e in zip(got, program(*args)):",
+              "        assert (g.shape, g.dtype) == (e.shape, e.dtype), "
+              "f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} {{e.dtype}}\"",
+              "        used = [i for i, n in enumerate(e.shape) if n > 1]",
+              "        assert [g.stride(i) for i in used] == [e.stride(i) for i in used], f\"strides {{g.stride()}} vs "
+              "eager's {{e.stride()}}\""],
+    META: ["def check(got, args):  # against eager: shapes and dtypes",
+           "    for g, e in zip(got, program(*args)):",
+           "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
+           "{{e.dtype}}\""],
+}
+"""The scripts' own checks. BOUND is simpler and looser than the suite's per-kernel bound
+(oracles/error_model.py): the deterministic worst case of summing K products in float32, (K + 2) *
+2^-24 per unit of magnitude, plus twice the rounding to the op's dtype and its underflow, x4 for the
+steps after; no TF32 or fp8-accumulator terms. A finding just past the suite's bound may pass it
+(the search then says the plain form did not fail). Elements whose magnitude is NaN/inf (nonfinite
+inputs) or may overflow are not judged."""
+REFERENCE_OPS = ("int_mm", "scaled_mm", "mm_out_dtype")
+"""Ops whose program cannot run on float64 inputs: the script gets a separate `reference`."""
+
+
+def _versions_line(case: Case) -> str:
+    if case.device == "cuda":
+        return ('print("torch", torch.__version__, "| CUDA", torch.version.cuda, "| triton", triton.__version__, "|", '
+                'torch.cuda.get_device_name())')
+    return 'print("torch", torch.__version__, "| CPU capability", torch.backends.cpu.get_cpu_capability())'
+
+
+def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "") -> str:
+    """The plain script for `case` in `form`. `status` (e.g. "Fails on torch 2.13.0+cpu") goes
+    into its docstring."""
+    kind = check_kind(violation)
+    ref = "reference" if case.op in REFERENCE_OPS else "program"
+    ending = "raises while the bug is present" if kind == RAISES else "an assertion fails while the bug is present"
+    lines = ['"""' + f"{violation['oracle']} / {violation['signature']} (found by mm-autotune-fuzz)",
+             violation["message"][:300],
+             f"{status or 'Not verified yet'}: {ending}; prints a last line once it is fixed." + '"""',
+             "import torch" + ("._inductor.config" if form.patch or form.frozen else ""),
+             *(["import triton"] if case.device == "cuda" else []), "",
+             _versions_line(case)]
+    if case.tf32:
+        lines.append("torch.backends.cuda.matmul.allow_tf32 = True")
+    lines += ["", "", *programs.source(case).splitlines(), ""]
+    if kind in VALUE_CHECKS and ref == "reference":
+        lines += ["", *programs.source(case, reference=True).splitlines(), ""]
+    signed = any(v < 0 for v in case.params_dict.values())  # else the reference on |inputs| is the magnitude
+    if kind in (BOUND, NONFINITE) and signed:
+        lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
+    if kind != RAISES:
+        lines += ["", *(ln.format(ref=ref, mag="magnitude" if signed else ref, dtype=programs.op_dtype(case))
+                        for ln in _CHECKS[kind]), ""]
+    if form.frozen:
+        n = len(case.inputs)
+        weights = ", ".join(f"x{i}" for i in range(1, n))
+        lines += ["", "class Model(torch.nn.Module):  # the weights are frozen (constant) parameters",
+                  f"    def __init__(self, {weights}):", "        super().__init__()",
+                  "        self.x1 = torch.nn.Parameter(x1, requires_grad=False)" if n == 2 else
+                  f"        {', '.join(f'self.x{i}' for i in range(1, n))} = "
+                  f"(torch.nn.Parameter(x, requires_grad=False) for x in ({weights}))", "",
+                  "    def forward(self, x0):",
+                  f"        return program(x0, {', '.join(f'self.x{i}' for i in range(1, n))})", ""]
+    first = _storages(case, case.inputs, form.seeded)
+    second = _storages(case, case.second_call, form.seeded) if case.second_call else []
+    if _second_x0_only(case, form):
+        second = [s for s in second if s.group == [0]]
+    helper = [s for s in first + second if s.nan_outside or s.nonfinite]
+    if helper:
+        lines += ["", *_strided_helper(case, any(s.nonfinite for s in helper)), ""]
+    lines += ["", *_make_inputs("make_inputs", _build(case, case.inputs, first, form.seeded), len(case.inputs))]
+    second_lines = _build(case, case.second_call, second, form.seeded)
+    if case.second_call and not _second_x0_only(case, form):
+        lines += ["", *_make_inputs("make_second_inputs", second_lines, len(case.second_call))]
+    lines += ["", *_compile_and_call(case, form, kind, second_lines)]
+    return "\n".join(lines) + "\n"
+
+
+def _second_x0_only(case: Case, form: Form) -> bool:
+    """Whether the second call is written inline as a new x0: frozen weights stay in the module
+    (the case's second call keeps them), and x0 may be passed to the check too: nothing mutates it."""
+    return form.frozen and bool(case.second_call) and "mutate_input" not in case.consumers and \
+        0 not in case.shared_storage
+
+
+def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]) -> list[str]:
+    """Compile, then call with make_inputs() (and the second call's inputs: make_second_inputs(), or
+    `second_lines` building a new x0 inline), each result checked or left to raise."""
+    target = "Model(*weights)" if form.frozen else "program"
+    options = "".join([f', mode="{form.mode}"' if form.mode else "", ", dynamic=True" if case.dynamic else ""])
+    lines = ["weights = make_inputs()[1:]"] if form.frozen else []
+    lines.append(f"compiled = {target}  # eager: no compile" if form.eager else
+                 f"compiled = torch.compile({target}{options})")
+    patch = {**dict(form.patch), **({"freezing": True} if form.frozen else {})}
+    contexts = (["torch.no_grad()"] if form.frozen else []) + \
+        ([f"torch._inductor.config.patch({patch!r})"] if patch else [])
+    body = []
+    for maker, first in (("make_inputs", True), ("make_second_inputs", False))[: 2 if case.second_call else 1]:
+        marks = [(i, d) for i, d in case.mark_dynamic if first and (not form.frozen or i == 0)]
+        args = f"{maker}()[0]" if form.frozen else f"{maker}()"
+        if marks:
+            body += [f"args = {args}", *(f"torch._dynamo.mark_dynamic(args{'' if form.frozen else f'[{i}]'}, {d})"
+                                         for i, d in marks)]
+            args = "args"
+        call = f"compiled({args})" if form.frozen else f"compiled(*{args})"
+        expected = f"[{maker}()[0], *weights]" if form.frozen else f"{maker}()"
+        if not first and _second_x0_only(case, form):
+            body += [second_lines[0] + "  # the second call: a new x0, the same frozen weights", *second_lines[1:]]
+            call, expected = "compiled(x0)", "[x0, *weights]"
+        body.append(call if kind == RAISES else f"check({call}, {expected})")
+    if contexts:
+        lines += [f"with {', '.join(contexts)}:", *(f"    {b}" for b in body)]
+    else:
+        lines += body
+    return lines + ['print("no failure: the bug does not reproduce on this torch")']
