@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fuzz.engine import rounds
-from fuzz.engine.workers import Outcome
+from fuzz.engine.driver import Driver
+from fuzz.engine.executor import Outcome
 
 
 class FakeWorker:
@@ -42,11 +42,11 @@ class Pipe:
         return False
 
 
-def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Driver:
+def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> Driver:
     cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
            "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
            "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
-    driver = rounds.Driver(cfg, Pipe(), Pipe())
+    driver = Driver(cfg, Pipe(), Pipe())
     driver.executor, driver.env = FakeWorker(), {"host": "test"}
     driver.deadline = time.time() + 60
     driver.start_stream("cpu", ["mm"])

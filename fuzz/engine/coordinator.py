@@ -4,9 +4,9 @@ Processes (started with a clean `python`, except a CPU machine's workers: forked
 that imported torch and inductor but never compiled):
 
     coordinator (Coordinator)          one per host: findings, shared store, progress, samples
-      driver i (rounds.driver_main)    up to 12 per GPU (or N on a CPU machine): Hypothesis, shrinking
+      driver i (driver.driver_main)    up to 12 per GPU (or N on a CPU machine): Hypothesis, shrinking
         zygote i (zygote.zygote_main)  CPU machines: imports once, forks driver i's workers (not with --coverage)
-          worker i (workers.worker_main) torch + inductor: evaluates one case at a time, isolated
+          worker i (worker.worker_main) torch + inductor: evaluates one case at a time, isolated
 
 Every sighting a driver reports goes into the output directory's findings store at once (and to
 the shared store, when there is one, through `StoreSync`). Claims (which finding a driver
@@ -25,8 +25,9 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from fuzz.engine.rounds import LOG_DIR
-from fuzz.engine.workers import Child, spawn_python, usable_cpus
+from fuzz.engine.children import Child, spawn_python
+from fuzz.engine.driver import LOG_DIR
+from fuzz.engine.machine import usable_cpus
 from fuzz.store.findings import CAMPAIGN_FILE, Finding, FindingsStore, now, write_json_atomic
 from fuzz.store.shared_store import SAMPLES_FILE, StoreSync
 from fuzz.tools.progress import Progress
@@ -125,7 +126,7 @@ class Coordinator:
                          | (self.sync.claimed if self.sync else set()))
         self.broadcast_claims.update(claimed)
         for i, gpu in enumerate(gpus):
-            child = spawn_python("fuzz.engine.rounds.driver_main", {} if gpu is None else {"CUDA_VISIBLE_DEVICES": gpu},
+            child = spawn_python("fuzz.engine.driver.driver_main", {} if gpu is None else {"CUDA_VISIBLE_DEVICES": gpu},
                                  self.opts.out / LOG_DIR / f"driver-{i}.log")
             child.to_child.send(("config", {
                 "index": i, "gpu": gpu, "device": self.opts.device, "seed": self.opts.seed,

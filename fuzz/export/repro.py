@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.children import REPO_ROOT, run_bounded
-from fuzz.engine.workers import cache_root
+from fuzz.engine.machine import cache_root
 from fuzz.store.findings import PROCESS_ORACLE, Finding, FindingsStore, now
 
 SUITE_PACKAGES = ("fuzz", "oracles", "strategies")

@@ -3,7 +3,7 @@ tolerance shown by injecting faults into real campaigns (`python -m fuzz run`): 
 segfaults, one killed mid-case, a case that hangs, and `kill -9` of the whole campaign followed by
 a resume. Nothing found is lost and each fault is reported once.
 
-Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/engine/workers.py:_test_fault) on the
+Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/engine/worker.py:_test_fault) on the
 first case of the campaign's stream (worker 0, round 0, index 0), regenerated from its seed."""
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from fuzz.engine import rounds
+from fuzz.engine.executor import Outcome
+from fuzz.engine.machine import visible_gpu_ids
 from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
-from fuzz.engine.workers import Outcome, visible_gpu_ids
+from fuzz.engine.stream import derive_seed, regenerate
 from fuzz.store.findings import Finding, load_campaign, load_findings
 from fuzz.store.sightings import sightings
 from tests.fakes import FakeWorker, fake_driver
@@ -201,8 +202,8 @@ def first_case(device: str = "cpu", session: int = 0) -> str:
     gpus = len(visible_gpu_ids())
     stream = {"device": device, "ops": ["mm"], "backends": ["ATEN"], "dtypes": [],
               "max_examples": settings.get_profile(default_profile(gpus)).max_examples}
-    return fingerprint(rounds.regenerate({"phase": "explore", "seed": 7, "session": session, "worker": 0, "round": 0,
-                                          "index": 0, "stream": stream}))
+    return fingerprint(regenerate({"phase": "explore", "seed": 7, "session": session, "worker": 0, "round": 0,
+                                   "index": 0, "stream": stream}))
 
 
 def only_finding(out: Path) -> Finding:
@@ -222,9 +223,9 @@ def innermost_frame(dump: str) -> str:
 def test_innermost_frame_is_the_crashing_threads() -> None:
     dump = ("Fatal Python error: Segmentation fault\n\nThread 0x7f (most recent call first):\n"
             '  File "threading.py", line 320 in wait\n\nCurrent thread 0x7e (most recent call first):\n'
-            '  File "fuzz/engine/workers.py", line 5 in _test_fault\n'
-            '  File "fuzz/engine/workers.py", line 9 in worker_main\n')
-    assert innermost_frame(dump) == 'File "fuzz/engine/workers.py", line 5 in _test_fault'
+            '  File "fuzz/engine/worker.py", line 5 in _test_fault\n'
+            '  File "fuzz/engine/worker.py", line 9 in worker_main\n')
+    assert innermost_frame(dump) == 'File "fuzz/engine/worker.py", line 5 in _test_fault'
 
 
 @pytest.mark.campaign
@@ -393,7 +394,7 @@ def test_example_database_backends(tmp_path: Path) -> None:
     assert isinstance(shared, DirectoryBasedExampleDatabase)
     shared.save(b"key", b"value")  # another host's driver sees what this one saved
     assert list(shared_store.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
-    assert rounds.derive_seed(1, 0, 0, 0) != rounds.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
+    assert derive_seed(1, 0, 0, 0) != derive_seed(2, 0, 0, 0)  # hosts with their own --seed
 
 
 def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:

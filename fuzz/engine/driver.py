@@ -1,13 +1,6 @@
-"""A campaign's driver process: a stream of cases that the seed alone decides, then shrinking and
-minimizing what it showed.
-
-Each driver explores its **stream**: Hypothesis rounds of the profile's `max_examples` cases of
-the `@given(cases(...))` test `_campaign_case`, round r seeded with derive_seed(campaign seed,
-session, driver, r). Nothing flows back from the cases into Hypothesis while it explores (the test
-body never fails, rejects or targets, and the example database is not read), so the stream is a
-function of (seed, session, driver): timing, verdicts, claims and other drivers or hosts change
-only how much of it runs. Every sighting records its position (round, index) in the stream, and
-`regenerate` draws that case again (`python -m fuzz.engine.regenerate FINDING.json`).
+"""A campaign's driver process: it explores its stream of cases (fuzz.engine.stream), runs each in
+its isolated worker (fuzz.engine.executor), reports what they show to the coordinator, and shrinks
+and minimizes the findings it claims.
 
 Findings are shrunk between rounds, outside the stream. The first finding key a round shows that
 no one has claimed is claimed (one a round, while shrinking has taken at most half the driver's
@@ -22,25 +15,20 @@ before it ran out is still shrunk, for at most `shrink_s` past it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
-import hashlib
-import importlib
-import json
 import os
-import pkgutil
 import socket
 import time
 import unittest
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TextIO
 
-from fuzz.engine.workers import Executor, Outcome, WorkerStartError, child_connections
+from fuzz.engine.children import child_connections
+from fuzz.engine.executor import Executor, Outcome, WorkerStartError
+from fuzz.engine.stream import EndRun, derive_seed, fingerprint, running, stream_strategy, stream_test
 from fuzz.store.sightings import rejected, sightings
-from strategies.backends import config_backends
 
 LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"
@@ -48,39 +36,6 @@ STREAM_LOG = "stream-{worker}.tsv"
 fingerprint, op), to compare two runs of a seed or find a case's position."""
 DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:")
 """Case features (strategies.cases.case_features) counted for the report's "what was drawn"."""
-
-
-def derive_seed(*parts: object) -> int:
-    return int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:15], 16)
-
-
-def backends_of(case_json: dict[str, Any]) -> set[str]:
-    return set(config_backends(case_json.get("config", {})))
-
-
-def case_strategy(device: str, ops: list[str], backends: list[str], dtypes: list[str]) -> Any:
-    """`cases()` of `ops` on `device`, restricted by the campaign's filters. (The ops are given:
-    letting `cases` ask torch which ops a GPU runs would initialize CUDA in the driver.)"""
-    from hypothesis import strategies as st
-
-    from strategies.cases import cases
-
-    strategy = st.one_of([cases(op=op, device=device) for op in ops])
-    if backends:
-        allowed = set(backends)
-        strategy = strategy.filter(lambda c: backends_of(c.to_json()) <= allowed)
-    if dtypes:
-        strategy = strategy.filter(lambda c: c.inputs[0].dtype in dtypes)
-    return strategy
-
-
-def stream_strategy(stream: dict[str, Any]) -> Any:
-    """The strategy of a stream as a sighting's origin records it (device, ops and filters)."""
-    return case_strategy(stream["device"], stream["ops"], stream["backends"], stream["dtypes"])
-
-
-class _Stop(BaseException):
-    """The budget is spent (or the coordinator asked to stop, or the wanted case is drawn): end the Hypothesis run."""
 
 
 class _ShrinkTimeUp(BaseException):
@@ -93,97 +48,6 @@ class _Diverged(BaseException):
 
 class _Found(AssertionError):
     """Fails the Hypothesis test so that it shrinks the case while the same finding key shows up."""
-
-
-@dataclasses.dataclass
-class _Run:
-    body: Callable[[Any], None]
-
-
-_ACTIVE: _Run | None = None
-
-
-# Hypothesis keys the example database by this function's source: keep it as it is.
-def _campaign_case(case: Any) -> None:
-    """The campaign's Hypothesis test (one function, so its example-database key is stable across
-    drivers and hosts): run the case in the isolated worker and report what it found."""
-    assert _ACTIVE is not None
-    _ACTIVE.body(case)
-
-
-@contextlib.contextmanager
-def _running(body: Callable[[Any], None]) -> Iterator[None]:
-    """`_campaign_case` calls `body` meanwhile."""
-    global _ACTIVE
-    _ACTIVE = _Run(body)
-    try:
-        yield
-    finally:
-        _ACTIVE = None
-
-
-@functools.cache
-def pin_local_constants() -> None:
-    """Hypothesis (6.131 on) mixes the literals of every local module imported so far into what it
-    draws, so a stream would depend on what its process had imported by then (a driver imports
-    fuzz.engine.minimize at its first shrink; `regenerate` runs in another process). Pin that pool to the
-    literals of the `strategies` package, which a stream depends on anyway."""
-    try:
-        from hypothesis.internal.conjecture import providers
-        from hypothesis.internal.constants_ast import Constants, constants_from_module
-    except ImportError:  # a Hypothesis that draws no local constants
-        return
-    import strategies
-
-    pool = Constants()
-    for info in sorted(pkgutil.iter_modules(strategies.__path__), key=lambda m: m.name):
-        pool |= constants_from_module(importlib.import_module(f"strategies.{info.name}"))
-    assert hasattr(providers, "_get_local_constants"), "Hypothesis draws local constants some other way now"
-    providers._get_local_constants = lambda: pool
-    providers.CONSTANTS_CACHE.cache.clear()
-
-
-def stream_test(strategy: Any, seed: int, max_examples: int, phases: tuple[Any, ...],
-                database: Any = None) -> Callable[[], None]:
-    """A Hypothesis run of `_campaign_case`: exploring, shrinking and regenerating all use this, so
-    that a round's first cases are the same in each (only `phases` and `database` may differ)."""
-    from hypothesis import HealthCheck, Verbosity, given, settings
-    from hypothesis import seed as with_seed
-
-    pin_local_constants()
-
-    # `seed` replaces the test's settings with database=None: the settings go on last, outermost
-    return settings(max_examples=max_examples, database=database, deadline=None, derandomize=False, phases=phases,
-                    verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False,
-                    suppress_health_check=list(HealthCheck))(with_seed(seed)(given(case=strategy)(_campaign_case)))
-
-
-def regenerate(origin: dict[str, Any]) -> dict[str, Any]:
-    """The case a sighting's `origin` names (seed, session, worker, round, index in the worker's
-    stream), drawn again: its Case.to_json(). ValueError when the origin names no stream position."""
-    from hypothesis import Phase
-
-    if origin.get("phase") != "explore":
-        raise ValueError(f"not drawn by a campaign's stream (phase {origin.get('phase', 'not recorded')})")
-    stream, index = origin["stream"], int(origin["index"])
-    drawn: list[dict[str, Any]] = []
-
-    def body(case: Any) -> None:
-        if len(drawn) == index:
-            drawn.append(case.to_json())
-            raise _Stop
-        drawn.append({})
-
-    seed = derive_seed(origin["seed"], origin["session"], origin["worker"], origin["round"])
-    with _running(body), contextlib.suppress(_Stop):
-        stream_test(stream_strategy(stream), seed, int(stream["max_examples"]), (Phase.generate,))()
-    if len(drawn) <= index:
-        raise ValueError(f"round {origin['round']} ends after {len(drawn)} case(s), before case {index}")
-    return drawn[index]
-
-
-def _fingerprint(case_json: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(case_json, sort_keys=True).encode()).hexdigest()
 
 
 @dataclasses.dataclass
@@ -289,9 +153,9 @@ class Driver:
         from hypothesis.errors import Unsatisfiable
 
         try:
-            with _running(body):
+            with running(body):
                 test()
-        except (_Stop, _ShrinkTimeUp, _Found, unittest.SkipTest):
+        except (EndRun, _ShrinkTimeUp, _Found, unittest.SkipTest):
             pass
         except Unsatisfiable:
             raise
@@ -312,11 +176,11 @@ class Driver:
             nonlocal index
             index += 1
             if self.out_of_time():
-                raise _Stop
+                raise EndRun
             case_json = case.to_json()
-            fingerprint = _fingerprint(case_json)
+            digest = fingerprint(case_json)
             if self.stream_log is not None:
-                self.stream_log.write(f"{self.cfg['session']}\t{number}\t{index}\t{fingerprint[:16]}\t"
+                self.stream_log.write(f"{self.cfg['session']}\t{number}\t{index}\t{digest[:16]}\t"
                                       f"{case_json['op']}\n")
                 self.stream_log.flush()
             outcome, fresh = self.evaluate(case_json, case)
@@ -342,7 +206,7 @@ class Driver:
 
         def replay(case: Any) -> None:
             if self.out_of_time():
-                raise _Stop
+                raise EndRun
             case_json = case.to_json()
             outcome, fresh = self.evaluate(case_json, case)
             self.claim_one(self.report(case_json, outcome, fresh, self.origin("replay")))
@@ -408,11 +272,11 @@ class Driver:
                 return  # the stream before the case: drawn again, not run
             self.poll_inbox()
             if self.stop_requested:
-                raise _Stop
+                raise EndRun
             if time.time() > self.shrink_until:
                 raise _ShrinkTimeUp
             case_json = case.to_json()
-            if calls == target and _fingerprint(case_json) != _fingerprint(job.case):
+            if calls == target and fingerprint(case_json) != fingerprint(job.case):
                 raise _Diverged("a different case")
             outcome, fresh = self.evaluate(case_json)
             if job.key in self.report(case_json, outcome, fresh, self.origin("shrink")):
@@ -436,14 +300,14 @@ class Driver:
         """The case's outcome, and whether it ran now (False: this driver ran it before; shrinking
         starts from a case already run). `drawn`: the Case, when it is a fresh draw (not a shrink
         step), whose features the report counts."""
-        fingerprint = _fingerprint(case_json)
-        if fingerprint in self.seen:
-            return self.seen[fingerprint], False
+        digest = fingerprint(case_json)
+        if digest in self.seen:
+            return self.seen[digest], False
         began = time.monotonic()
         outcome = self.executor.run(case_json)
         self.spent["shrinking" if self.phase == "shrink" else "exploring"] += time.monotonic() - began
         if len(self.seen) < 200_000:
-            self.seen[fingerprint] = outcome
+            self.seen[digest] = outcome
         if outcome.death is not None:
             self.send("restart", {"worker": self.index, "reason": outcome.death})
         features: list[str] = []
@@ -491,7 +355,7 @@ class Driver:
 
         self.phase = "shrink"  # sightings of other keys on the way are independent of it: see report()
         minimal, how = delta_minimize(case_json, fails, max(0.0, self.shrink_until - time.time()))
-        outcome = self.seen.get(_fingerprint(minimal)) or self.evaluate(minimal)[0]
+        outcome = self.seen.get(fingerprint(minimal)) or self.evaluate(minimal)[0]
         messages = [r.message for r in sightings(minimal, outcome, self.env, {}) if r.key == key]
         self.send("minimized", {"key": key, "case": minimal, "message": messages[0] if messages else None,
                                 "minimization": {
