@@ -1,5 +1,5 @@
 """What every child process of the suite shares: the repository root on its path, the parent's
-handle on it (`Child`: the process, the pipe ends to it, its log), and a life tied to its
+handle on it (`Child`: the process, the typed pipe ends to it, its log), and a life tied to its
 parent's (the coordinator starts drivers, an Executor workers, fuzz.engine.zygote forks workers), or
 a time limit that kills its whole process group (run_bounded: repro checks and their plain forms)."""
 
@@ -16,7 +16,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
+
+from fuzz.engine.messages import Receiver, Sender
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,19 +69,23 @@ class ChildProcess(Protocol):
     def kill(self) -> None: ...
 
 
+S = TypeVar("S")
+R = TypeVar("R")
+
+
 @dataclasses.dataclass
-class Child:
-    """A Python child process, the two pipe ends this process talks to it through, and its log."""
+class Child(Generic[S, R]):
+    """A Python child process, the two pipe ends this process talks to it through (it is sent S and
+    sends R), and its log."""
 
     proc: ChildProcess
-    to_child: Connection
-    from_child: Connection
+    to_child: Sender[S]
+    from_child: Receiver[R]
     log_path: Path
 
     def close(self, grace_s: float = 5.0) -> None:
-        for conn in (self.to_child, self.from_child):
-            with contextlib.suppress(OSError):
-                conn.close()
+        self.to_child.close()
+        self.from_child.close()
         try:
             self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -103,12 +109,12 @@ class Child:
         return ""
 
 
-def spawn_python(entry: str, env: dict[str, str], log_path: Path) -> Child:
+def spawn_python(entry: str, env: dict[str, str], log_path: Path) -> Child[S, R]:
     """Start `python -c "<entry>(read_fd, write_fd)"` with `env`, stdout/stderr to `log_path`."""
     return start_child(log_path, lambda down_r, up_w: popen_python(entry, (down_r, up_w), env, log_path))
 
 
-def start_child(log_path: Path, start: Callable[[int, int], ChildProcess]) -> Child:
+def start_child(log_path: Path, start: Callable[[int, int], ChildProcess]) -> Child[S, R]:
     """Two pipes, and the child `start(read_fd, write_fd)` starts at their far ends."""
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
@@ -117,7 +123,8 @@ def start_child(log_path: Path, start: Callable[[int, int], ChildProcess]) -> Ch
     finally:
         os.close(down_r)
         os.close(up_w)
-    return Child(proc, Connection(down_w, readable=False), Connection(up_r, writable=False), log_path)
+    return Child(proc, Sender(Connection(down_w, readable=False)), Receiver(Connection(up_r, writable=False)),
+                 log_path)
 
 
 def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connection]:

@@ -21,12 +21,29 @@ import socket
 import time
 import unittest
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TextIO
 
 from fuzz.engine.children import child_connections
 from fuzz.engine.executor import Executor, Outcome, WorkerStartError
+from fuzz.engine.messages import (
+    CaseRan,
+    Claim,
+    Claimed,
+    DriverConfig,
+    DriverDone,
+    DriverReady,
+    Fatal,
+    FromDriver,
+    Log,
+    Minimized,
+    Receiver,
+    Sender,
+    Sighted,
+    Stop,
+    ToDriver,
+    WorkerRestarted,
+)
 from fuzz.engine.stream import EndRun, derive_seed, fingerprint, running, stream_strategy, stream_test
 from fuzz.store.sightings import rejected, sightings
 
@@ -60,14 +77,14 @@ class Job:
 
 
 class Driver:
-    def __init__(self, cfg: dict[str, Any], inbox: Connection, outbox: Connection) -> None:
+    def __init__(self, cfg: DriverConfig, inbox: Receiver[ToDriver], outbox: Sender[FromDriver]) -> None:
         self.cfg, self.inbox, self.outbox = cfg, inbox, outbox
-        self.index = int(cfg["index"])
-        self.claimed: set[str] = set(cfg["claimed"])
+        self.index = cfg.index
+        self.claimed: set[str] = set(cfg.claimed)
         self.stop_requested = False
-        self.executor = Executor(self.index, log_dir=Path(cfg["out"]) / LOG_DIR, gpu=cfg["gpu"],
-                                 case_timeout_s=cfg["case_timeout_s"], compile_threads=cfg.get("compile_threads"),
-                                 coverage_dir=Path(cfg["out"]) / "coverage" if cfg["coverage"] else None)
+        self.executor = Executor(self.index, log_dir=Path(cfg.out) / LOG_DIR, gpu=cfg.gpu,
+                                 case_timeout_s=cfg.case_timeout_s, compile_threads=cfg.compile_threads,
+                                 coverage_dir=Path(cfg.out) / "coverage" if cfg.coverage else None)
         self.env: dict[str, Any] = {}
         self.stream: dict[str, Any] = {}  # what the stream draws from (start_stream)
         self.strategy: Any = None
@@ -82,19 +99,19 @@ class Driver:
         self.spent = {"exploring": 0.0, "shrinking": 0.0}  # seconds of cases run
 
     # messages
-    def send(self, kind: str, payload: Any = None) -> None:
+    def send(self, message: FromDriver) -> None:
         try:
-            self.outbox.send((kind, payload))
+            self.outbox.send(message)
         except OSError:  # the coordinator is gone: nothing left to report to
             os._exit(1)
 
     def poll_inbox(self) -> None:
         try:
             while self.inbox.poll():
-                kind, payload = self.inbox.recv()
-                if kind == "claimed":
-                    self.claimed.add(payload)
-                elif kind == "stop":
+                message = self.inbox.recv()
+                if isinstance(message, Claimed):
+                    self.claimed.add(message.key)
+                elif isinstance(message, Stop):
                     self.stop_requested = True
         except (EOFError, OSError):
             os._exit(1)
@@ -108,21 +125,21 @@ class Driver:
         try:
             self.env = self.executor.start()
         except WorkerStartError as e:
-            self.send("fatal", str(e))
+            self.send(Fatal(str(e)))
             return
-        self.deadline = time.time() + self.cfg["budget_s"]
-        device = self.cfg["device"] or self.env["device"]
-        self.send("ready", {"worker": self.index, "env": self.env, "device": device})
+        self.deadline = time.time() + self.cfg.budget_s
+        device = self.cfg.device or self.env["device"]
+        self.send(DriverReady(self.index, self.env, device))
         available = self.env["ops"]
-        unsupported = [op for op in self.cfg["ops"] if op not in available]
+        unsupported = [op for op in self.cfg.ops if op not in available]
         if unsupported:
-            self.send("fatal", f"--op {unsupported[0]} does not run on {device} here (it runs: {', '.join(available)})")
+            self.send(Fatal(f"--op {unsupported[0]} does not run on {device} here (it runs: {', '.join(available)})"))
             return
-        self.start_stream(device, self.cfg["ops"] or available)
+        self.start_stream(device, list(self.cfg.ops) or available)
         from hypothesis.errors import Unsatisfiable
 
         rounds = 0
-        log_dir = Path(self.cfg["out"]) / LOG_DIR
+        log_dir = Path(self.cfg.out) / LOG_DIR
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / STREAM_LOG.format(worker=self.index), "a", encoding="utf-8") as self.stream_log:
             try:
@@ -132,9 +149,9 @@ class Driver:
                     self.run_round(rounds)
                     rounds += 1
             except Unsatisfiable:
-                self.send("fatal", f"no case on {device} matches the --op/--backend/--dtype filters")
+                self.send(Fatal(f"no case on {device} matches the --op/--backend/--dtype filters"))
         self.executor.stop()
-        self.send("done", {"worker": self.index, "rounds": rounds, "restarts": self.executor.restarts})
+        self.send(DriverDone(self.index, rounds, self.executor.restarts))
 
     def start_stream(self, device: str, ops: list[str]) -> None:
         from hypothesis import settings
@@ -142,9 +159,9 @@ class Driver:
         from fuzz.tools.profiles import register_profiles
 
         register_profiles()
-        self.stream = {"device": device, "ops": list(ops), "backends": list(self.cfg["backends"]),
-                       "dtypes": list(self.cfg["dtypes"]),
-                       "max_examples": settings.get_profile(self.cfg["profile"]).max_examples}
+        self.stream = {"device": device, "ops": list(ops), "backends": list(self.cfg.backends),
+                       "dtypes": list(self.cfg.dtypes),
+                       "max_examples": settings.get_profile(self.cfg.profile).max_examples}
         self.strategy = stream_strategy(self.stream)
 
     def hypothesis_run(self, test: Callable[[], None], body: Callable[[Any], None]) -> None:
@@ -161,15 +178,15 @@ class Driver:
             raise
         except Exception as e:  # noqa: BLE001 - Hypothesis' own complaints (flaky shrink, ...) end this run only
             if self.phase != "shrink":
-                self.send("log", f"driver {self.index}: hypothesis {self.phase} ended with {type(e).__name__}: "
-                                 f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+                self.send(Log(f"driver {self.index}: hypothesis {self.phase} ended with {type(e).__name__}: "
+                              f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}"))
 
     def run_round(self, number: int) -> None:
         """Explore round `number` of the stream, then shrink what it claimed (and what waits, while
         the budget lasts)."""
         from hypothesis import Phase
 
-        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, number)
+        seed = derive_seed(self.cfg.seed, self.cfg.session, self.index, number)
         index = -1
 
         def explore(case: Any) -> None:
@@ -180,7 +197,7 @@ class Driver:
             case_json = case.to_json()
             digest = fingerprint(case_json)
             if self.stream_log is not None:
-                self.stream_log.write(f"{self.cfg['session']}\t{number}\t{index}\t{digest[:16]}\t"
+                self.stream_log.write(f"{self.cfg.session}\t{number}\t{index}\t{digest[:16]}\t"
                                       f"{case_json['op']}\n")
                 self.stream_log.flush()
             outcome, fresh = self.evaluate(case_json, case)
@@ -200,7 +217,7 @@ class Driver:
 
         from fuzz.store.shared_store import open_database
 
-        database = open_database(self.cfg["db"])
+        database = open_database(self.cfg.db)
         if database is None:
             return
 
@@ -212,7 +229,7 @@ class Driver:
             self.claim_one(self.report(case_json, outcome, fresh, self.origin("replay")))
 
         self.phase = "replay"
-        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, "replay")
+        seed = derive_seed(self.cfg.seed, self.cfg.session, self.index, "replay")
         self.hypothesis_run(stream_test(self.strategy, seed, self.stream["max_examples"], (Phase.reuse,),
                                         ReadOnlyDatabase(database)), replay)
         self.shrink_found()
@@ -230,7 +247,7 @@ class Driver:
 
     def claim(self, key: str) -> None:
         self.claimed.add(key)
-        self.send("claim", key)
+        self.send(Claim(key))
 
     def shrink_found(self) -> None:
         """Shrink the finding just claimed, whatever the time; then the waiting ones no one has
@@ -248,7 +265,7 @@ class Driver:
         """Hypothesis-shrink the job's case (where the stream drew it), then delta-minimize it, for
         `shrink_s` from now, or from the deadline when that has passed."""
         began = time.time()
-        self.phase, self.shrink_until = "shrink", min(began, self.deadline) + self.cfg["shrink_s"]
+        self.phase, self.shrink_until = "shrink", min(began, self.deadline) + self.cfg.shrink_s
         case_json, shrinks = job.case, 0
         if job.origin.get("phase") == "explore":
             case_json, shrinks = self.hypothesis_shrink(job)
@@ -285,14 +302,14 @@ class Driver:
             if calls == target:
                 raise _Diverged("a case that no longer shows it")
 
-        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, origin["round"])
+        seed = derive_seed(self.cfg.seed, self.cfg.session, self.index, origin["round"])
         test = stream_test(self.strategy, seed, int(origin["stream"]["max_examples"]), (Phase.generate, Phase.shrink),
-                           open_database(self.cfg["db"]))
+                           open_database(self.cfg.db))
         try:
             self.hypothesis_run(test, shrink)
         except _Diverged as e:
-            self.send("log", f"driver {self.index}: drawing round {origin['round']} again gave {e} at case "
-                             f"{target}, not {job.key}'s: delta-minimizing it only")
+            self.send(Log(f"driver {self.index}: drawing round {origin['round']} again gave {e} at case "
+                          f"{target}, not {job.key}'s: delta-minimizing it only"))
             return job.case, 0
         return best, max(shrinks, 0)
 
@@ -309,22 +326,21 @@ class Driver:
         if len(self.seen) < 200_000:
             self.seen[digest] = outcome
         if outcome.death is not None:
-            self.send("restart", {"worker": self.index, "reason": outcome.death})
+            self.send(WorkerRestarted(self.index, outcome.death))
         features: list[str] = []
         if drawn is not None:
             from strategies.cases import case_features
 
             features = sorted(f for f in case_features(drawn) if f.startswith(DRAWN_PREFIXES))
-        self.send("case", {"worker": self.index, "op": case_json["op"], "seconds": outcome.seconds,
-                           "rejected": rejected(outcome), "shrinking": self.phase == "shrink",
-                           "features": features, "unavailable": (outcome.verdict or {}).get("unavailable", [])})
+        self.send(CaseRan(self.index, case_json["op"], outcome.seconds, rejected(outcome), self.phase == "shrink",
+                          features, (outcome.verdict or {}).get("unavailable", [])))
         return outcome, True
 
     def origin(self, phase: str, **where: Any) -> dict[str, Any]:
         """Where a case came from: host, campaign seed, session, worker and phase; for a case of the
         stream also its round, index and what the stream draws from (all `regenerate` needs)."""
-        return {"host": self.env.get("host", socket.gethostname()), "host_id": self.cfg.get("host_id", ""),
-                "worker": self.index, "seed": self.cfg["seed"], "session": self.cfg["session"], "phase": phase,
+        return {"host": self.env.get("host", socket.gethostname()), "host_id": self.cfg.host_id,
+                "worker": self.index, "seed": self.cfg.seed, "session": self.cfg.session, "phase": phase,
                 **where}
 
     def report(self, case_json: dict[str, Any], outcome: Outcome, fresh: bool, origin: dict[str, Any]) -> set[str]:
@@ -338,7 +354,7 @@ class Driver:
             self.sighted.add(record.key)
             if record.key not in self.claimed:
                 self.pending.setdefault(record.key, Job(record.key, case_json, origin))
-            self.send("finding", record.to_json())
+            self.send(Sighted(record.to_json()))
         return {r.key for r in records}
 
     def minimize(self, key: str, case_json: dict[str, Any], began: float, shrinks: int) -> None:
@@ -357,15 +373,14 @@ class Driver:
         minimal, how = delta_minimize(case_json, fails, max(0.0, self.shrink_until - time.time()))
         outcome = self.seen.get(fingerprint(minimal)) or self.evaluate(minimal)[0]
         messages = [r.message for r in sightings(minimal, outcome, self.env, {}) if r.key == key]
-        self.send("minimized", {"key": key, "case": minimal, "message": messages[0] if messages else None,
-                                "minimization": {
-                                    "hypothesis_shrinks": shrinks, "delta_steps": how.steps, "dropped": how.dropped,
-                                    "complete": how.complete and not self.stop_requested,
-                                    "seconds": round(time.time() - began, 1)}})
+        self.send(Minimized(key, minimal, messages[0] if messages else None, {
+            "hypothesis_shrinks": shrinks, "delta_steps": how.steps, "dropped": how.dropped,
+            "complete": how.complete and not self.stop_requested, "seconds": round(time.time() - began, 1)}))
 
 
 def driver_main(read_fd: int, write_fd: int) -> None:
-    inbox, outbox = child_connections(read_fd, write_fd)
-    kind, cfg = inbox.recv()
-    assert kind == "config", kind
+    read, write = child_connections(read_fd, write_fd)
+    inbox, outbox = Receiver[ToDriver](read), Sender[FromDriver](write)
+    cfg = inbox.recv()
+    assert isinstance(cfg, DriverConfig), cfg
     Driver(cfg, inbox, outbox).run()

@@ -22,6 +22,7 @@ from typing import Any
 
 from fuzz.engine.children import Child, spawn_python, start_child
 from fuzz.engine.machine import cache_root, sees_gpus, worker_env
+from fuzz.engine.messages import CaseVerdict, FromWorker, InvalidCase, RunCase, StartFailed, Stop, ToWorker, WorkerReady
 from fuzz.engine.zygote import Zygote
 
 WORKER_MAIN = "fuzz.engine.worker.worker_main"
@@ -43,6 +44,9 @@ class WorkerStartError(RuntimeError):
     """A worker could not start at all (import error, no torch): the campaign cannot go on."""
 
 
+WorkerChild = Child[ToWorker, FromWorker]
+
+
 class Executor:
     """One isolated worker at a time, replaced whenever the previous one died or hung.
 
@@ -58,8 +62,8 @@ class Executor:
         self.log_dir = Path(log_dir)
         self.case_timeout_s, self.start_timeout_s = case_timeout_s, start_timeout_s
         self.coverage_dir = coverage_dir
-        self.child: Child | None = None
-        self.spare: Child | None = None
+        self.child: WorkerChild | None = None
+        self.spare: WorkerChild | None = None
         self.info: dict[str, Any] = {}
         self.starts = self.launches = 0
         self.zygote: Zygote | None = None
@@ -76,7 +80,7 @@ class Executor:
     def env(self) -> dict[str, str]:
         return worker_env(self.cache_dir, self.gpu, self.compile_threads, self.coverage_dir)
 
-    def _launch(self) -> Child:
+    def _launch(self) -> WorkerChild:
         self.launches += 1  # logs rotate over three files: a dead worker's log survives its successor
         log_path = self.log_dir / f"worker-{self.index}.{self.launches % 3}.log"
         zygote = self._zygote()
@@ -113,14 +117,15 @@ class Executor:
             child.kill()
             raise WorkerStartError(f"worker {self.index} did not start within {self.start_timeout_s:.0f}s")
         try:
-            kind, payload = child.from_child.recv()
+            message = child.from_child.recv()
         except (EOFError, OSError):
-            kind, payload = "error", child.tail() or "the worker exited while starting"
-        if kind != "ready":
+            message = StartFailed(child.tail() or "the worker exited while starting")
+        if not isinstance(message, WorkerReady):
             child.kill()
-            raise WorkerStartError(f"worker {self.index} failed to start: {str(payload).strip().splitlines()[-1]}")
-        self.child, self.info = child, payload
-        return payload
+            why = message.summary() if isinstance(message, StartFailed) else f"it sent {message}"
+            raise WorkerStartError(f"worker {self.index} failed to start: {why}")
+        self.child, self.info = child, message.info
+        return message.info
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         """Run one case; never raises for what the case does to the worker."""
@@ -130,23 +135,24 @@ class Executor:
         assert child is not None
         began = time.monotonic()
         try:
-            child.to_child.send(("case", case_json))
+            child.to_child.send(RunCase(case_json))
             ready = child.from_child.poll(self.case_timeout_s)
             message = child.from_child.recv() if ready else None
         except (EOFError, OSError):
             message, ready = None, True
         seconds = time.monotonic() - began
-        if message is not None and message[0] == "invalid":
-            return Outcome(invalid=str(message[1]), seconds=seconds)
-        if message is not None and not message[1].get("poisoned"):
-            return Outcome(verdict=message[1], seconds=seconds)
+        if isinstance(message, InvalidCase):
+            return Outcome(invalid=message.reason, seconds=seconds)
+        verdict = message.verdict if isinstance(message, CaseVerdict) else None
+        if verdict is not None and not verdict.get("poisoned"):
+            return Outcome(verdict=verdict, seconds=seconds)
         self.child = None
         if self.spare is None:
             self.spare = self._launch()
-        if message is not None:  # the worker replied, then quit: its CUDA context is unusable
+        if verdict is not None:  # the worker replied, then quit: its CUDA context is unusable
             self._reap(child, wait_s=30.0)
-            return Outcome(verdict=message[1], death="cuda-context-poisoned",
-                           detail="the case left the CUDA context unusable (" + message[1]["poisoned"] + ")",
+            return Outcome(verdict=verdict, death="cuda-context-poisoned",
+                           detail="the case left the CUDA context unusable (" + verdict["poisoned"] + ")",
                            last_words=child.tail(), seconds=seconds)
         if not ready:  # hung: ask for a traceback of every thread, then kill
             with contextlib.suppress(OSError):
@@ -163,7 +169,7 @@ class Executor:
         """Stop the workers (the spare too)."""
         if self.child is not None:
             with contextlib.suppress(OSError):
-                self.child.to_child.send(("stop", None))
+                self.child.to_child.send(Stop())
             self.child.close()
             self.child = None
         if self.spare is not None:
@@ -174,7 +180,7 @@ class Executor:
             self.zygote = None
 
     @staticmethod
-    def _reap(child: Child, wait_s: float = 10.0) -> int:
+    def _reap(child: WorkerChild, wait_s: float = 10.0) -> int:
         try:
             code = child.proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:

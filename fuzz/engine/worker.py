@@ -16,6 +16,17 @@ from typing import Any
 
 from fuzz.engine.children import child_connections
 from fuzz.engine.machine import GPU_LOCK_ENV
+from fuzz.engine.messages import (
+    CaseVerdict,
+    FromWorker,
+    InvalidCase,
+    Receiver,
+    RunCase,
+    Sender,
+    StartFailed,
+    ToWorker,
+    WorkerReady,
+)
 
 POISONED_CONTEXT = ("illegal memory access", "device-side assert", "unspecified launch failure",
                     "illegal instruction", "misaligned address", "CUDA error: an illegal")
@@ -24,7 +35,8 @@ POISONED_CONTEXT = ("illegal memory access", "device-side assert", "unspecified 
 
 def worker_main(read_fd: int, write_fd: int) -> None:
     """Receive cases, evaluate each with one FuzzSession, send back serialized verdicts."""
-    inbox, outbox = child_connections(read_fd, write_fd)
+    read, write = child_connections(read_fd, write_fd)
+    inbox, outbox = Receiver[ToWorker](read), Sender[FromWorker](write)
     import faulthandler
     import traceback
 
@@ -39,21 +51,21 @@ def worker_main(read_fd: int, write_fd: int) -> None:
         session = FuzzSession()
         info = environment()
         _warm_up(session, info["device"])
-        outbox.send(("ready", info))
+        outbox.send(WorkerReady(info))
     except Exception:  # noqa: BLE001 - reported to the driver as one line, then fatal
-        outbox.send(("error", traceback.format_exc()))
+        outbox.send(StartFailed(traceback.format_exc()))
         return
     while True:
         try:
-            kind, payload = inbox.recv()
+            message = inbox.recv()
         except (EOFError, OSError):
             break
-        if kind != "case":
+        if not isinstance(message, RunCase):
             break
         try:
-            case = Case.from_json(payload)
+            case = Case.from_json(message.case)
         except CaseError as e:
-            outbox.send(("invalid", str(e)))
+            outbox.send(InvalidCase(str(e)))
             continue
         _test_fault(case)
         began = time.monotonic()
@@ -63,7 +75,7 @@ def worker_main(read_fd: int, write_fd: int) -> None:
             release_device_memory()  # what this case's tensors took goes back to the GPU's other workers
         if coverage is not None:
             coverage.save()
-        outbox.send(("verdict", result))
+        outbox.send(CaseVerdict(result))
         if result["poisoned"]:
             break  # a poisoned CUDA context fails everything after it: let the driver start a fresh worker
 

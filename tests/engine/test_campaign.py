@@ -24,11 +24,12 @@ import pytest
 
 from fuzz.engine.executor import Outcome
 from fuzz.engine.machine import visible_gpu_ids
+from fuzz.engine.messages import CaseRan, Claim, Minimized, Sighted
 from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
 from fuzz.engine.stream import derive_seed, regenerate
 from fuzz.store.findings import Finding, load_campaign, load_findings
 from fuzz.store.sightings import sightings
-from tests.fakes import FakeWorker, fake_driver
+from tests.fakes import FakeWorker, fake_driver, sent_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,17 +84,15 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     driver = fake_driver()
     driver.run_round(2)  # its first failing case has 109 rows
-    sent = driver.outbox.sent
-    assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
-    minimized = [p for k, p in sent if k == "minimized"]
-    assert len(minimized) == 1 and minimized[0]["key"] == "numerics/fake:mm"
-    case = minimized[0]["case"]
+    assert [m.key for m in sent_by(driver, Claim)] == ["numerics/fake:mm"]
+    minimized = sent_by(driver, Minimized)
+    assert len(minimized) == 1 and minimized[0].key == "numerics/fake:mm"
+    case = minimized[0].case
     assert case["inputs"][0]["shape"][0] == 5  # Hypothesis shrank M to the boundary
-    assert set(case["config"]) & KEPT_CONFIG and minimized[0]["minimization"]["hypothesis_shrinks"] > 0
-    counted = [p["count"] for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm"]
-    assert sum(counted) < len(counted)  # shrink attempts do not inflate the count
-    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm")
-    assert minimized[0]["message"] == "5 row(s) differ" != first["message"]  # the shrunk case's own message
+    assert set(case["config"]) & KEPT_CONFIG and minimized[0].minimization["hypothesis_shrinks"] > 0
+    found = [m.finding for m in sent_by(driver, Sighted) if m.finding["key"] == "numerics/fake:mm"]
+    assert sum(f["count"] for f in found) < len(found)  # shrink attempts do not inflate the count
+    assert minimized[0].message == "5 row(s) differ" != found[0]["message"]  # the shrunk case's own message
 
 
 def test_the_example_database_is_written_and_replayed_once_without_deleting(tmp_path: Path) -> None:
@@ -122,27 +121,24 @@ def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> N
     driver.executor = FakeWorker(("fake", "other"))
     driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
     driver.run_round(0)
-    sent = driver.outbox.sent
-    assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm", "numerics/other:mm"]
-    minimized = {p["key"]: p for k, p in sent if k == "minimized"}
-    assert minimized["numerics/fake:mm"]["minimization"]["hypothesis_shrinks"] > 0
-    assert minimized["numerics/other:mm"]["minimization"]["hypothesis_shrinks"] > 0  # drawn again from the stream
+    assert [m.key for m in sent_by(driver, Claim)] == ["numerics/fake:mm", "numerics/other:mm"]
+    minimized = {m.key: m for m in sent_by(driver, Minimized)}
+    assert minimized["numerics/fake:mm"].minimization["hypothesis_shrinks"] > 0
+    assert minimized["numerics/other:mm"].minimization["hypothesis_shrinks"] > 0  # drawn again from the stream
 
 
 def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
     driver = fake_driver()
     driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
     driver.run_round(0)
-    kinds = [k for k, _ in driver.outbox.sent]
-    assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
-    assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
+    assert not sent_by(driver, Claim) and "numerics/fake:mm" in driver.pending
+    assert any(m.finding["count"] == 1 for m in sent_by(driver, Sighted))  # recorded all the same
 
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
     driver = fake_driver(claimed=("numerics/fake:mm",))
     driver.run_round(0)
-    kinds = [k for k, _ in driver.outbox.sent]
-    assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
+    assert not sent_by(driver, Claim) and not sent_by(driver, Minimized) and len(sent_by(driver, CaseRan)) >= 10
     late = fake_driver()
     late.deadline = time.time() - 1
     late.run_round(0)

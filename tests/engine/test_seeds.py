@@ -20,11 +20,12 @@ import pytest
 from fuzz.engine import regenerate
 from fuzz.engine.driver import Driver, _Found
 from fuzz.engine.executor import Outcome
+from fuzz.engine.messages import Claim, Claimed, Minimized, Sighted, ToDriver
 from fuzz.engine.stream import fingerprint
 from fuzz.engine.stream import regenerate as draw_again
 from fuzz.export import report
 from fuzz.store.findings import Finding
-from tests.fakes import FakeWorker, Pipe, fake_driver
+from tests.fakes import FakeWorker, Pipe, fake_driver, sent_by
 
 ROUNDS = 3
 
@@ -34,12 +35,12 @@ class Inbox(Pipe):
 
     def __init__(self) -> None:
         super().__init__()
-        self.queue: deque[tuple[str, Any]] = deque()
+        self.queue: deque[ToDriver] = deque()
 
     def poll(self, timeout: float = 0) -> bool:
         return bool(self.queue)
 
-    def recv(self) -> tuple[str, Any]:
+    def recv(self) -> ToDriver:
         return self.queue.popleft()
 
 
@@ -60,7 +61,7 @@ class Eventful(FakeWorker):
         self.explored += self.driver.phase == "explore"
         time.sleep(self.random.random() / 500)
         if self.explored == 3:
-            self.inbox.queue.append(("claimed", "numerics/other:mm"))
+            self.inbox.queue.append(Claimed("numerics/other:mm"))
         if self.explored == self.budget:
             self.driver.deadline = 0.0
         if self.explored == 2 and self.driver.phase == "explore":
@@ -85,7 +86,7 @@ def quiet_stream() -> list[str]:
     driver.stream_log = io.StringIO()
     for number in range(ROUNDS):
         driver.run_round(number)
-    assert not any(k in ("finding", "claim") for k, _ in driver.outbox.sent)
+    assert not sent_by(driver, Sighted) and not sent_by(driver, Claim)
     return stream(driver)
 
 
@@ -111,13 +112,12 @@ def test_a_drivers_stream_is_the_same_whatever_happens_meanwhile(tmp_path: Path)
     quiet = quiet_stream()
     driver = eventful_driver(tmp_path)
     eventful = stream(driver)
-    sent = driver.outbox.sent
-    claims = [p for k, p in sent if k == "claim"]
+    claims = [m.key for m in sent_by(driver, Claim)]
     assert claims[:3] == ["numerics/db:mm", "process/killed:SIGSEGV:mm", "numerics/new:mm"]
     assert "numerics/other:mm" not in claims  # another driver's
-    shrunk = [p for k, p in sent if k == "minimized" and p["key"] == "numerics/new:mm"]
-    assert shrunk and shrunk[0]["minimization"]["hypothesis_shrinks"] > 1
-    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/new:mm")["origin"]
+    shrunk = [m for m in sent_by(driver, Minimized) if m.key == "numerics/new:mm"]
+    assert shrunk and shrunk[0].minimization["hypothesis_shrinks"] > 1
+    first = next(m.finding for m in sent_by(driver, Sighted) if m.finding["key"] == "numerics/new:mm")["origin"]
     assert (first["phase"], first["round"]) == ("explore", 0) and first["index"] < driver.stream["max_examples"] - 1
     assert len(quiet) == ROUNDS * driver.stream["max_examples"] > len(eventful) > driver.stream["max_examples"]
     assert eventful == quiet[:len(eventful)]  # fewer cases ran (the budget), the same ones
@@ -132,7 +132,7 @@ class ClaimedMeanwhile(FakeWorker):
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         if case_json["inputs"][0]["shape"][0] >= self.rows:
-            self.inbox.queue.append(("claimed", "numerics/fake:mm"))
+            self.inbox.queue.append(Claimed("numerics/fake:mm"))
         return super().run(case_json)
 
 
@@ -141,8 +141,7 @@ def test_a_finding_claimed_while_its_case_ran_is_not_claimed_twice() -> None:
     inbox = Inbox()
     driver.inbox, driver.executor = inbox, ClaimedMeanwhile(inbox)
     driver.run_round(2)
-    sent = driver.outbox.sent
-    assert any(k == "finding" for k, _ in sent) and not any(k in ("claim", "minimized") for k, _ in sent)
+    assert sent_by(driver, Sighted) and not sent_by(driver, Claim) and not sent_by(driver, Minimized)
 
 
 def test_the_stream_check_catches_a_round_cut_short_by_a_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,8 +162,8 @@ def test_the_stream_check_catches_a_round_cut_short_by_a_claim(tmp_path: Path, m
 
 def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
     driver = eventful_driver(tmp_path, budget=10**6)
-    sent = driver.outbox.sent
-    explored = [p for k, p in sent if k == "finding" and p["origin"]["phase"] == "explore"]
+    sighted = [m.finding for m in sent_by(driver, Sighted)]
+    explored = [p for p in sighted if p["origin"]["phase"] == "explore"]
     assert {p["origin"]["round"] for p in explored} == set(range(ROUNDS))
     for p in explored[::7]:
         assert draw_again(p["origin"]) == p["case"]
@@ -173,7 +172,7 @@ def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
     session, number, index, logged, _ = stream(driver)[-1].split("\t")  # a clean case's position, from the log
     origin = {**explored[0]["origin"], "round": int(number), "index": int(index)}
     assert fingerprint(draw_again(origin)).startswith(logged) and session == "0"
-    shrunk = next(p for k, p in sent if k == "finding" and p["origin"]["phase"] == "shrink")
+    shrunk = next(p for p in sighted if p["origin"]["phase"] == "shrink")
     with pytest.raises(ValueError, match="not drawn by a campaign's stream"):
         draw_again(shrunk["origin"])
 
@@ -181,7 +180,7 @@ def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
 def test_regenerate_command_and_report_show_the_position(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     driver = fake_driver()
     driver.run_round(1)
-    payload = next(p for k, p in driver.outbox.sent if k == "finding")
+    payload = sent_by(driver, Sighted)[0].finding
     finding = Finding.from_json(payload)
     path = tmp_path / "finding.json"
     path.write_text(json.dumps(finding.to_json()))

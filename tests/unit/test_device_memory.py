@@ -128,7 +128,7 @@ def test_the_worker_gives_cached_device_memory_back_after_each_case() -> None:
     from fuzz.engine.worker import worker_main
 
     loop = inspect.getsource(worker_main)
-    assert loop.index("session.evaluate(case)") < loop.index("release_device_memory()") < loop.index('("verdict"')
+    assert loop.index("session.evaluate(case)") < loop.index("release_device_memory()") < loop.index("CaseVerdict(")
     if torch.cuda.is_available():
         x = torch.empty(1 << 28, device="cuda")
         del x
