@@ -9,7 +9,7 @@ import tempfile
 import pytest
 from hypothesis import settings
 
-from fuzz.engine.workers import visible_gpu_ids
+from fuzz.engine.machine import visible_gpu_ids
 from fuzz.tools.profiles import default_profile, register_profiles
 
 register_profiles()

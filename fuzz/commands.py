@@ -28,7 +28,7 @@ def _fail(message: str) -> NoReturn:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.engine.campaign import CampaignError, CampaignOptions, run_campaign
-    from fuzz.engine.workers import visible_gpu_ids
+    from fuzz.engine.machine import visible_gpu_ids
     from fuzz.tools.profiles import default_profile
 
     if args.workers is not None and args.workers < 1:
@@ -89,7 +89,7 @@ def replay_state(finding: Any, case: dict[str, Any], outcome: Any, info: dict[st
 def cmd_replay(args: argparse.Namespace) -> int:
     import tempfile
 
-    from fuzz.engine.workers import Executor, WorkerStartError
+    from fuzz.engine.executor import Executor, WorkerStartError
 
     _, findings, _, _ = _sources(args)
     if not findings:
@@ -176,7 +176,7 @@ def _write(path: Path, text: str) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from fuzz.engine.campaign import default_workers
-    from fuzz.engine.workers import visible_gpu_ids
+    from fuzz.engine.machine import visible_gpu_ids
     from fuzz.tools.bench import bench, summary
 
     device = "cuda" if args.device == "cuda" or (args.device == "auto" and visible_gpu_ids()) else "cpu"

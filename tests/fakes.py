@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
-from fuzz.engine import rounds
-from fuzz.engine.workers import Outcome
+from fuzz.engine.driver import Driver
+from fuzz.engine.executor import Outcome
+from fuzz.engine.messages import DriverConfig
+
+M = TypeVar("M")
 
 
 class FakeWorker:
@@ -32,21 +35,29 @@ class FakeWorker:
 
 
 class Pipe:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, Any]] = []
+    """A driver's end of a pipe: keeps what the driver sends; nothing arrives."""
 
-    def send(self, message: tuple[str, Any]) -> None:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def send(self, message: Any) -> None:
         self.sent.append(message)
 
     def poll(self, timeout: float = 0) -> bool:
         return False
 
 
-def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> rounds.Driver:
-    cfg = {"index": 0, "claimed": list(claimed), "out": "/nonexistent", "gpu": None, "case_timeout_s": 10,
-           "coverage": False, "budget_s": 60, "shrink_s": 30, "seed": 1, "session": 0, "ops": ["mm"],
-           "backends": [], "dtypes": [], "profile": "dev", "db": db, "device": "cpu"}
-    driver = rounds.Driver(cfg, Pipe(), Pipe())
+def sent_by(driver: Driver, kind: type[M]) -> list[M]:
+    """The messages of type `kind` (fuzz.engine.messages) that `driver` sent, in order."""
+    assert isinstance(driver.outbox, Pipe)
+    return [m for m in driver.outbox.sent if isinstance(m, kind)]
+
+
+def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> Driver:
+    cfg = DriverConfig(index=0, gpu=None, device="cpu", seed=1, session=0, budget_s=60, shrink_s=30, case_timeout_s=10,
+                       ops=("mm",), backends=(), dtypes=(), profile="dev", db=db, out="/nonexistent",
+                       claimed=claimed, coverage=False)
+    driver = Driver(cfg, Pipe(), Pipe())
     driver.executor, driver.env = FakeWorker(), {"host": "test"}
     driver.deadline = time.time() + 60
     driver.start_stream("cpu", ["mm"])

@@ -1,5 +1,5 @@
 """A campaign from start to end: check the inputs, lock the output directory, run the coordinator
-(fuzz.engine.coordinator) and its drivers (fuzz.engine.rounds) for the budget, then verify repros and write the
+(fuzz.engine.coordinator) and its drivers (fuzz.engine.driver) for the budget, then verify repros and write the
 reports. Ctrl-C or SIGTERM once: the drivers stop after their current cases, repros are verified,
 reports written; twice: the drivers are killed and the reports written at once (repros not
 verified). Either way the exit status says the campaign was cut short (128 + the signal)."""
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.coordinator import Coordinator
-from fuzz.engine.workers import usable_cpus, visible_gpu_ids
+from fuzz.engine.machine import usable_cpus, visible_gpu_ids
 from fuzz.store.findings import CAMPAIGN_FILE, FindingsStore, load_campaign, now, write_json_atomic
 from fuzz.store.shared_store import SAMPLES_FILE, StoreError, StoreSync, is_url, open_store, read_samples
 

@@ -4,9 +4,11 @@ Processes (started with a clean `python`, except a CPU machine's workers: forked
 that imported torch and inductor but never compiled):
 
     coordinator (Coordinator)          one per host: findings, shared store, progress, samples
-      driver i (rounds.driver_main)    up to 12 per GPU (or N on a CPU machine): Hypothesis, shrinking
+      driver i (driver.driver_main)    up to 12 per GPU (or N on a CPU machine): Hypothesis, shrinking
         zygote i (zygote.zygote_main)  CPU machines: imports once, forks driver i's workers (not with --coverage)
-          worker i (workers.worker_main) torch + inductor: evaluates one case at a time, isolated
+          worker i (worker.worker_main) torch + inductor: evaluates one case at a time, isolated
+
+They talk through pipes in the typed messages of fuzz.engine.messages.
 
 Every sighting a driver reports goes into the output directory's findings store at once (and to
 the shared store, when there is one, through `StoreSync`). Claims (which finding a driver
@@ -25,8 +27,25 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from fuzz.engine.rounds import LOG_DIR
-from fuzz.engine.workers import Child, spawn_python, usable_cpus
+from fuzz.engine.children import Child, spawn_python
+from fuzz.engine.driver import LOG_DIR
+from fuzz.engine.machine import usable_cpus
+from fuzz.engine.messages import (
+    CaseRan,
+    Claim,
+    Claimed,
+    DriverConfig,
+    DriverDone,
+    DriverReady,
+    Fatal,
+    FromDriver,
+    Log,
+    Minimized,
+    Sighted,
+    Stop,
+    ToDriver,
+    WorkerRestarted,
+)
 from fuzz.store.findings import CAMPAIGN_FILE, Finding, FindingsStore, now, write_json_atomic
 from fuzz.store.shared_store import SAMPLES_FILE, StoreSync
 from fuzz.tools.progress import Progress
@@ -40,7 +59,7 @@ workers and end; then they are killed (the campaign's bound: README "Campaigns")
 @dataclasses.dataclass
 class _DriverHandle:
     index: int
-    child: Child
+    child: Child[ToDriver, FromDriver]
     done: bool = False
     device: str = ""
     deadline: float | None = None  # when its budget ends: its worker's ready time + the budget
@@ -125,29 +144,29 @@ class Coordinator:
                          | (self.sync.claimed if self.sync else set()))
         self.broadcast_claims.update(claimed)
         for i, gpu in enumerate(gpus):
-            child = spawn_python("fuzz.engine.rounds.driver_main", {} if gpu is None else {"CUDA_VISIBLE_DEVICES": gpu},
-                                 self.opts.out / LOG_DIR / f"driver-{i}.log")
-            child.to_child.send(("config", {
-                "index": i, "gpu": gpu, "device": self.opts.device, "seed": self.opts.seed,
-                "session": self.session["index"], "budget_s": self.opts.budget_s, "shrink_s": self.opts.shrink_s,
-                "case_timeout_s": self.opts.case_timeout_s, "ops": list(self.opts.ops),
-                "backends": list(self.opts.backends), "dtypes": list(self.opts.dtypes),
-                "profile": self.opts.profile, "db": db, "out": str(self.opts.out), "claimed": claimed,
-                "coverage": self.opts.coverage, "host_id": self.record.get("host_id", ""),
-                "compile_threads": max(1, usable_cpus() // len(gpus))}))
+            child: Child[ToDriver, FromDriver] = spawn_python(
+                "fuzz.engine.driver.driver_main", {} if gpu is None else {"CUDA_VISIBLE_DEVICES": gpu},
+                self.opts.out / LOG_DIR / f"driver-{i}.log")
+            child.to_child.send(DriverConfig(
+                index=i, gpu=gpu, device=self.opts.device, seed=self.opts.seed, session=self.session["index"],
+                budget_s=self.opts.budget_s, shrink_s=self.opts.shrink_s, case_timeout_s=self.opts.case_timeout_s,
+                ops=tuple(self.opts.ops), backends=tuple(self.opts.backends), dtypes=tuple(self.opts.dtypes),
+                profile=self.opts.profile, db=db, out=str(self.opts.out), claimed=tuple(claimed),
+                coverage=self.opts.coverage, host_id=self.record.get("host_id", ""),
+                compile_threads=max(1, usable_cpus() // len(gpus))))
             self.drivers.append(_DriverHandle(i, child))
         self.save_record()
 
-    def broadcast(self, kind: str, payload: Any = None) -> None:
+    def broadcast(self, message: ToDriver) -> None:
         for d in self.drivers:
             if not d.done:
                 with contextlib.suppress(OSError):
-                    d.child.to_child.send((kind, payload))
+                    d.child.to_child.send(message)
 
     def request_stop(self) -> None:
         if not self.stopping:
             self.stopping = True
-            self.broadcast("stop")
+            self.broadcast(Stop())
 
     def abort(self) -> None:
         """Stop now: kill the drivers (and with them their workers); what they found is kept."""
@@ -156,57 +175,57 @@ class Coordinator:
             with contextlib.suppress(OSError):
                 d.child.proc.kill()
 
-    def handle(self, d: _DriverHandle, kind: str, payload: Any) -> None:
+    def handle(self, d: _DriverHandle, message: FromDriver) -> None:
         s = self.session
-        if kind == "case":
+        if isinstance(message, CaseRan):
             s["cases"] += 1
-            s["rejected"] += payload["rejected"]
-            s["shrink_cases"] += payload["shrinking"]
-            s["by_op"][payload["op"]] = s["by_op"].get(payload["op"], 0) + 1
-            if payload["rejected"]:
-                s["rejected_by_op"][payload["op"]] = s["rejected_by_op"].get(payload["op"], 0) + 1
-            for feature in payload.get("features", ()):
+            s["rejected"] += message.rejected
+            s["shrink_cases"] += message.shrinking
+            s["by_op"][message.op] = s["by_op"].get(message.op, 0) + 1
+            if message.rejected:
+                s["rejected_by_op"][message.op] = s["rejected_by_op"].get(message.op, 0) + 1
+            for feature in message.features:
                 s["drawn"][feature] = s["drawn"].get(feature, 0) + 1
-            for choice in payload.get("unavailable", ()):  # beyond the GPU's resources: counted, no finding
+            for choice in message.unavailable:  # beyond the GPU's resources: counted, no finding
                 s["unavailable"][choice] = s["unavailable"].get(choice, 0) + 1
-        elif kind == "finding":
-            stored, first = self.store.add(Finding.from_json(payload))
+        elif isinstance(message, Sighted):
+            stored, first = self.store.add(Finding.from_json(message.finding))
             self.publish(stored)
             if first:
                 self.progress.event(f"{'NEW' if stored.is_new else 'known bug'} finding [{stored.severity}] "
                                     f"{stored.key} (worker {d.index})")
                 self.save_record()
-        elif kind == "claim":
-            self.broadcast_claims.add(payload)
-            self.broadcast("claimed", payload)
+        elif isinstance(message, Claim):
+            self.broadcast_claims.add(message.key)
+            self.broadcast(Claimed(message.key))
             if self.sync is not None:
-                self.sync.claim(payload)
-        elif kind == "minimized":
-            finding = self.store.findings.get(payload["key"])
+                self.sync.claim(message.key)
+        elif isinstance(message, Minimized):
+            finding = self.store.findings.get(message.key)
             if finding is not None:
-                finding.minimal_case, finding.minimization = payload["case"], payload["minimization"]
-                finding.minimal_message = payload.get("message")
+                finding.minimal_case, finding.minimization = message.case, message.minimization
+                finding.minimal_message = message.message
                 self.store.save(finding)
                 self.publish(finding)
-                self.progress.event(f"minimized {finding.key}: {len(payload['minimization']['dropped'])} "
-                                    f"part(s) dropped after {payload['minimization']['hypothesis_shrinks']} "
+                self.progress.event(f"minimized {finding.key}: {len(message.minimization['dropped'])} "
+                                    f"part(s) dropped after {message.minimization['hypothesis_shrinks']} "
                                     "hypothesis shrink(s)")
-        elif kind == "restart":
+        elif isinstance(message, WorkerRestarted):
             s["restarts"] += 1
-            self.progress.event(f"worker {payload['worker']} {payload['reason']}: restarting it")
-        elif kind == "ready":
+            self.progress.event(f"worker {message.worker} {message.reason}: restarting it")
+        elif isinstance(message, DriverReady):
             d.deadline = d.deadline or time.time() + self.opts.budget_s
             if self.deadline is None:
                 self.deadline = time.time() + self.opts.budget_s
                 self.progress.begin()
-            d.device = payload["device"]
-            s["device"], s["env"] = payload["device"], s["env"] or payload["env"]
-        elif kind == "log":
-            self.progress.event(payload)
-        elif kind == "fatal":
-            self.fatal = self.fatal or payload
+            d.device = message.device
+            s["device"], s["env"] = message.device, s["env"] or message.env
+        elif isinstance(message, Log):
+            self.progress.event(message.line)
+        elif isinstance(message, Fatal):
+            self.fatal = self.fatal or message.reason
             self.request_stop()
-        elif kind == "done":
+        elif isinstance(message, DriverDone):
             d.done = True
 
     def share_claims(self) -> None:
@@ -215,24 +234,24 @@ class Coordinator:
             return
         for key in sorted(self.sync.claimed - self.broadcast_claims):
             self.broadcast_claims.add(key)
-            self.broadcast("claimed", key)
+            self.broadcast(Claimed(key))
 
     def loop(self) -> None:
         while any(not d.done for d in self.drivers) and not self.aborted:
             # each driver's budget starts when its worker is ready (a loaded GPU host starts some a minute late)
             end = max(d.deadline or self.started + 900 + self.opts.budget_s for d in self.drivers if not d.done)
             hard_stop = end + self.opts.shrink_s + self.opts.case_timeout_s + STOP_GRACE_S
-            live = {d.child.from_child: d for d in self.drivers if not d.done}
+            live = {d.child.from_child.conn: d for d in self.drivers if not d.done}
             for d in [live[conn] for conn in wait(list(live), timeout=0.5) if isinstance(conn, Connection)]:
                 try:
-                    kind, payload = d.child.from_child.recv()
+                    message = d.child.from_child.recv()
                 except (EOFError, OSError):
                     d.done = True
                     if not self.fatal and not self.aborted:
                         self.progress.event(f"driver {d.index} exited unexpectedly (see "
                                             f"{self.opts.out / LOG_DIR / f'driver-{d.index}.log'})")
                     continue
-                self.handle(d, kind, payload)
+                self.handle(d, message)
             if time.time() > hard_stop:
                 self.progress.event("drivers did not stop in time: killing them")
                 break

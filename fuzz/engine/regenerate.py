@@ -1,6 +1,6 @@
 """`python -m fuzz.engine.regenerate FINDING.json...`: draw each finding's first case again from the
 position in its campaign's stream that it records (`origin`: seed, session, worker, round, index;
-see fuzz.engine.rounds) and say whether it is the recorded case. It needs the suite's strategies and the
+see fuzz.engine.stream) and say whether it is the recorded case. It needs the suite's strategies and the
 Hypothesis version the campaign ran with. Exit status: 0 when every case came back, else 1."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("findings", nargs="+", type=Path, help="finding files or campaign directories")
     parser.add_argument("--json", action="store_true", help="also print each regenerated case (one JSON line)")
     args = parser.parse_args(argv)
-    from fuzz.engine.rounds import regenerate
+    from fuzz.engine.stream import regenerate
 
     status = 0
     for path, finding in iter_finding_files(args.findings, lambda m: print(f"warning: {m}", file=sys.stderr)):

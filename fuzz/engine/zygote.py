@@ -25,9 +25,9 @@ import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
-from typing import Any
 
 from fuzz.engine.children import become_child, popen_python
+from fuzz.engine.messages import Exited, Fork, Forked, FromZygote, Receiver, Sender, StartFailed, ToZygote, ZygoteReady
 
 POLL_S = 0.05
 """How often the zygote looks for exited workers between requests."""
@@ -119,53 +119,54 @@ class Zygote:
         with theirs:
             self.proc = popen_python("fuzz.engine.zygote.zygote_main", (theirs.fileno(),), env, log_path)
         self.conn = Connection(ours.detach())
+        self.requests, self.replies = Sender[ToZygote](self.conn), Receiver[FromZygote](self.conn)
         self.exits: dict[int, int] = {}
         self.alive = True
         self.compiler_preloaded = False  # whether the compiler's modules were imported too (not on CUDA machines)
 
     def wait_ready(self, timeout_s: float) -> str:
         """Wait until the zygote has imported everything; "" when it serves, else why not."""
-        if not self.conn.poll(timeout_s):
+        if not self.replies.poll(timeout_s):
             self.close()
             return f"the zygote did not start within {timeout_s:.0f}s"
         try:
-            kind, payload = self.conn.recv()
+            message = self.replies.recv()
         except (EOFError, OSError):
-            kind, payload = "error", "it exited while starting"
-        if kind != "ready":
+            message = StartFailed("it exited while starting")
+        if not isinstance(message, ZygoteReady):
             self.close()
-            return str(payload).strip().splitlines()[-1] if str(payload).strip() else "?"
-        self.compiler_preloaded = bool(payload["compiler"])
+            return message.summary() if isinstance(message, StartFailed) else f"it sent {message}"
+        self.compiler_preloaded = message.compiler
         return ""
 
     def fork(self, entry: str, read_fd: int, write_fd: int, log_path: Path) -> ForkedProcess:
         """A new worker running `entry(read_fd, write_fd)` (a module's function, by name; the zygote
         gets copies of the two descriptors), its output to `log_path`; OSError if the zygote is gone."""
-        self.conn.send(("fork", entry, str(log_path)))
+        self.requests.send(Fork(entry, str(log_path)))
         for fd in (read_fd, write_fd):
             send_handle(self.conn, fd, self.proc.pid)
         while True:
             message = self._recv(timeout=60.0)
-            if message[0] == "forked":
-                return ForkedProcess(self, message[1])
+            if isinstance(message, Forked):
+                return ForkedProcess(self, message.pid)
 
     def pump(self, timeout: float) -> None:
         """Collect the exit statuses the zygote has reported (waiting at most `timeout`)."""
         with contextlib.suppress(OSError, EOFError):
-            while self.alive and self.conn.poll(timeout):
+            while self.alive and self.replies.poll(timeout):
                 self._recv(timeout=0.0)
                 timeout = 0.0
 
-    def _recv(self, timeout: float) -> tuple[Any, ...]:
+    def _recv(self, timeout: float) -> FromZygote:
         try:
-            if not self.conn.poll(timeout):
+            if not self.replies.poll(timeout):
                 raise OSError("the zygote did not answer")
-            message = self.conn.recv()
+            message = self.replies.recv()
         except (EOFError, OSError):
             self.alive = False
             raise OSError("the worker zygote is gone") from None
-        if message[0] == "exit":
-            self.exits[message[1]] = message[2]
+        if isinstance(message, Exited):
+            self.exits[message.pid] = message.code
         return message
 
     def close(self) -> None:
@@ -184,6 +185,7 @@ class Zygote:
 def zygote_main(fd: int) -> None:
     """Import, say ready (or why not), then fork workers on request and report how each ends."""
     conn = Connection(fd)
+    requests, replies = Receiver[ToZygote](conn), Sender[FromZygote](conn)
     become_child()
     try:
         compiler = _preload()
@@ -192,32 +194,30 @@ def zygote_main(fd: int) -> None:
         refusal = traceback.format_exc()
     if refusal:
         print(f"not serving (workers start fresh): {refusal}", file=sys.stderr)
-        conn.send(("error", refusal))
+        replies.send(StartFailed(refusal))
         return
     import gc
 
     os.environ["MM_FUZZ_PARENT_PID"] = str(os.getpid())  # the workers' parent is this process
     gc.collect()
     gc.freeze()  # imported objects stay out of the workers' collections (fewer copied pages)
-    conn.send(("ready", {"compiler": compiler}))
+    replies.send(ZygoteReady(compiler))
     while True:
-        _report_exits(conn)
+        _report_exits(replies)
         try:
-            if not conn.poll(POLL_S):
+            if not requests.poll(POLL_S):
                 continue
-            kind, entry, log_path = conn.recv()
+            request = requests.recv()
         except (EOFError, OSError):
             return  # the Executor is gone or done; our workers follow us (PR_SET_PDEATHSIG)
-        if kind != "fork":
-            return
         read_fd, write_fd = recv_handle(conn), recv_handle(conn)
         pid = os.fork()
         if pid == 0:
             conn.close()
-            _run_worker(entry, read_fd, write_fd, Path(log_path))
+            _run_worker(request.entry, read_fd, write_fd, Path(request.log_path))
         os.close(read_fd)
         os.close(write_fd)
-        conn.send(("forked", pid))
+        replies.send(Forked(pid))
 
 
 def _preload() -> bool:
@@ -235,7 +235,7 @@ def _preload() -> bool:
     return True
 
 
-def _report_exits(conn: Connection) -> None:
+def _report_exits(replies: Sender[FromZygote]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -243,7 +243,7 @@ def _report_exits(conn: Connection) -> None:
             return
         if pid == 0:
             return
-        conn.send(("exit", pid, os.waitstatus_to_exitcode(status)))
+        replies.send(Exited(pid, os.waitstatus_to_exitcode(status)))
 
 
 def _run_worker(entry: str, read_fd: int, write_fd: int, log_path: Path) -> None:

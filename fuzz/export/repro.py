@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.children import REPO_ROOT, run_bounded
-from fuzz.engine.workers import cache_root
+from fuzz.engine.machine import cache_root
 from fuzz.export.repro_render import torch_version, write_repro
 from fuzz.export.repro_script import REPRO_BUG
 from fuzz.export.vendoring import SUITE_PACKAGES, ReproError

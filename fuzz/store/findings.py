@@ -150,7 +150,7 @@ class Finding:
 
 def drawn_from(origin: dict[str, Any], path: str = "FINDING.json") -> str:
     """Where a finding's first case came from, in words: for a case of a campaign's stream, the
-    position that draws it again (fuzz.engine.rounds.regenerate; `path`: the finding's file)."""
+    position that draws it again (fuzz.engine.stream.regenerate; `path`: the finding's file)."""
     who = f"worker {origin.get('worker')} (seed {origin.get('seed')}, session {origin.get('session')})"
     if origin.get("phase") == "explore":
         return (f"case {origin['index']} of round {origin['round']} of the stream of {who}; "

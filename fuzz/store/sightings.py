@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.engine.workers import Outcome
+from fuzz.engine.executor import Outcome
 from fuzz.store.findings import PROCESS_ORACLE, Finding, record_from_violation
 
 

@@ -8,7 +8,7 @@ oracles (FuzzSession.evaluate), for the budget; its time ends with the last case
 it. The suite then runs the very cases the naive loop finished (cases differ widely in cost),
 longest first by the naive loop's time for each (a campaign's stream of cases never runs dry, so
 the rate must not count workers idle at the end of a finite list waiting for one last slow case),
-through the campaign's isolated workers (fuzz.engine.workers.Executor: N per GPU, or N on the CPU), all
+through the campaign's isolated workers (fuzz.engine.executor.Executor: N per GPU, or N on the CPU), all
 sharing one warm code cache (the caches that skip lowering stay off in both), timed from when
 every worker is ready to the end of its last case: a campaign overlaps start-up with its budget,
 so the bench measures the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.engine.children import python_env
-from fuzz.engine.workers import Executor, serialize_verdict, usable_cpus, visible_gpu_ids
+from fuzz.engine.executor import Executor
+from fuzz.engine.machine import usable_cpus, visible_gpu_ids
+from fuzz.engine.worker import serialize_verdict
 from fuzz.probe.timing import INDUCTOR_PHASES
 from fuzz.tools.utilization import Utilization
 
@@ -59,7 +61,7 @@ class Side:
         return 60 * self.cases / self.seconds if self.seconds else 0.0
 
     def add(self, index: int, verdict: dict[str, Any]) -> None:
-        """Count case `index`, whose serialized verdict (fuzz.engine.workers.serialize_verdict) is `verdict`."""
+        """Count case `index`, whose serialized verdict (fuzz.engine.worker.serialize_verdict) is `verdict`."""
         self.cases += 1
         self.verdicts[index] = verdict_digest(verdict)
         self.durations[index] = float(verdict.get("seconds", 0.0))

@@ -15,7 +15,7 @@ import pytest
 
 from fuzz import cli
 from fuzz.engine import noise
-from fuzz.engine.workers import Outcome
+from fuzz.engine.executor import Outcome
 from fuzz.tools import bench
 
 

@@ -3,7 +3,7 @@ tolerance shown by injecting faults into real campaigns (`python -m fuzz run`): 
 segfaults, one killed mid-case, a case that hangs, and `kill -9` of the whole campaign followed by
 a resume. Nothing found is lost and each fault is reported once.
 
-Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/engine/workers.py:_test_fault) on the
+Faults are planted with the test-only MM_FUZZ_TEST_FAULT hook (fuzz/engine/worker.py:_test_fault) on the
 first case of the campaign's stream (worker 0, round 0, index 0), regenerated from its seed."""
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from typing import Any
 
 import pytest
 
-from fuzz.engine import rounds
+from fuzz.engine.executor import Outcome
+from fuzz.engine.machine import visible_gpu_ids
+from fuzz.engine.messages import CaseRan, Claim, Minimized, Sighted
 from fuzz.engine.minimize import KEPT_CONFIG, ddmin, delta_minimize
-from fuzz.engine.workers import Outcome, visible_gpu_ids
+from fuzz.engine.stream import derive_seed, regenerate
 from fuzz.store.findings import Finding, load_campaign, load_findings
 from fuzz.store.sightings import sightings
-from tests.fakes import FakeWorker, fake_driver
+from tests.fakes import FakeWorker, fake_driver, sent_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,17 +85,15 @@ def test_delta_minimize_stops_at_its_time_limit() -> None:
 def test_driver_shrinks_a_new_finding_and_counts_it_once() -> None:
     driver = fake_driver()
     driver.run_round(2)  # its first failing case has 109 rows
-    sent = driver.outbox.sent
-    assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm"]
-    minimized = [p for k, p in sent if k == "minimized"]
-    assert len(minimized) == 1 and minimized[0]["key"] == "numerics/fake:mm"
-    case = minimized[0]["case"]
+    assert [m.key for m in sent_by(driver, Claim)] == ["numerics/fake:mm"]
+    minimized = sent_by(driver, Minimized)
+    assert len(minimized) == 1 and minimized[0].key == "numerics/fake:mm"
+    case = minimized[0].case
     assert case["inputs"][0]["shape"][0] == 5  # Hypothesis shrank M to the boundary
-    assert set(case["config"]) & KEPT_CONFIG and minimized[0]["minimization"]["hypothesis_shrinks"] > 0
-    counted = [p["count"] for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm"]
-    assert sum(counted) < len(counted)  # shrink attempts do not inflate the count
-    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/fake:mm")
-    assert minimized[0]["message"] == "5 row(s) differ" != first["message"]  # the shrunk case's own message
+    assert set(case["config"]) & KEPT_CONFIG and minimized[0].minimization["hypothesis_shrinks"] > 0
+    found = [m.finding for m in sent_by(driver, Sighted) if m.finding["key"] == "numerics/fake:mm"]
+    assert sum(f["count"] for f in found) < len(found)  # shrink attempts do not inflate the count
+    assert minimized[0].message == "5 row(s) differ" != found[0]["message"]  # the shrunk case's own message
 
 
 def test_the_example_database_is_written_and_replayed_once_without_deleting(tmp_path: Path) -> None:
@@ -122,27 +122,24 @@ def test_a_second_finding_seen_while_shrinking_the_first_is_minimized_too() -> N
     driver.executor = FakeWorker(("fake", "other"))
     driver.spent["exploring"] = 1e9  # a long exploration so far: shrinking may take its half
     driver.run_round(0)
-    sent = driver.outbox.sent
-    assert [p for k, p in sent if k == "claim"] == ["numerics/fake:mm", "numerics/other:mm"]
-    minimized = {p["key"]: p for k, p in sent if k == "minimized"}
-    assert minimized["numerics/fake:mm"]["minimization"]["hypothesis_shrinks"] > 0
-    assert minimized["numerics/other:mm"]["minimization"]["hypothesis_shrinks"] > 0  # drawn again from the stream
+    assert [m.key for m in sent_by(driver, Claim)] == ["numerics/fake:mm", "numerics/other:mm"]
+    minimized = {m.key: m for m in sent_by(driver, Minimized)}
+    assert minimized["numerics/fake:mm"].minimization["hypothesis_shrinks"] > 0
+    assert minimized["numerics/other:mm"].minimization["hypothesis_shrinks"] > 0  # drawn again from the stream
 
 
 def test_shrinking_takes_at_most_half_of_a_drivers_time() -> None:
     driver = fake_driver()
     driver.spent["shrinking"] = 1e9  # it has shrunk for longer than it explored: new findings wait
     driver.run_round(0)
-    kinds = [k for k, _ in driver.outbox.sent]
-    assert "claim" not in kinds and "numerics/fake:mm" in driver.pending
-    assert any(k == "finding" and p["count"] == 1 for k, p in driver.outbox.sent)  # recorded all the same
+    assert not sent_by(driver, Claim) and "numerics/fake:mm" in driver.pending
+    assert any(m.finding["count"] == 1 for m in sent_by(driver, Sighted))  # recorded all the same
 
 
 def test_driver_does_not_shrink_claimed_findings_and_stops_at_the_deadline() -> None:
     driver = fake_driver(claimed=("numerics/fake:mm",))
     driver.run_round(0)
-    kinds = [k for k, _ in driver.outbox.sent]
-    assert "claim" not in kinds and "minimized" not in kinds and kinds.count("case") >= 10
+    assert not sent_by(driver, Claim) and not sent_by(driver, Minimized) and len(sent_by(driver, CaseRan)) >= 10
     late = fake_driver()
     late.deadline = time.time() - 1
     late.run_round(0)
@@ -202,8 +199,8 @@ def first_case(device: str = "cpu", session: int = 0) -> str:
     gpus = len(visible_gpu_ids())
     stream = {"device": device, "ops": ["mm"], "backends": ["ATEN"], "dtypes": [],
               "max_examples": settings.get_profile(default_profile(gpus)).max_examples}
-    return fingerprint(rounds.regenerate({"phase": "explore", "seed": 7, "session": session, "worker": 0, "round": 0,
-                                          "index": 0, "stream": stream}))
+    return fingerprint(regenerate({"phase": "explore", "seed": 7, "session": session, "worker": 0, "round": 0,
+                                   "index": 0, "stream": stream}))
 
 
 def only_finding(out: Path) -> Finding:
@@ -223,9 +220,9 @@ def innermost_frame(dump: str) -> str:
 def test_innermost_frame_is_the_crashing_threads() -> None:
     dump = ("Fatal Python error: Segmentation fault\n\nThread 0x7f (most recent call first):\n"
             '  File "threading.py", line 320 in wait\n\nCurrent thread 0x7e (most recent call first):\n'
-            '  File "fuzz/engine/workers.py", line 5 in _test_fault\n'
-            '  File "fuzz/engine/workers.py", line 9 in worker_main\n')
-    assert innermost_frame(dump) == 'File "fuzz/engine/workers.py", line 5 in _test_fault'
+            '  File "fuzz/engine/worker.py", line 5 in _test_fault\n'
+            '  File "fuzz/engine/worker.py", line 9 in worker_main\n')
+    assert innermost_frame(dump) == 'File "fuzz/engine/worker.py", line 5 in _test_fault'
 
 
 @pytest.mark.campaign
@@ -394,7 +391,7 @@ def test_example_database_backends(tmp_path: Path) -> None:
     assert isinstance(shared, DirectoryBasedExampleDatabase)
     shared.save(b"key", b"value")  # another host's driver sees what this one saved
     assert list(shared_store.open_database(str(tmp_path / "shared")).fetch(b"key")) == [b"value"]
-    assert rounds.derive_seed(1, 0, 0, 0) != rounds.derive_seed(2, 0, 0, 0)  # hosts with their own --seed
+    assert derive_seed(1, 0, 0, 0) != derive_seed(2, 0, 0, 0)  # hosts with their own --seed
 
 
 def test_a_worker_death_in_a_known_bug_region_is_that_known_bug() -> None:

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from fuzz.engine import workers
+from fuzz.engine import machine
 from fuzz.engine.children import REPO_ROOT
+from fuzz.engine.executor import Executor
 from fuzz.engine.zygote import ForkedProcess, cuda_driver_path
 from fuzz.probe import catalogue_cache, speedups
 from fuzz.run.session import FuzzSession
@@ -400,8 +401,8 @@ def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.
     (inductor keys compiled kernels by source and command, nothing per process)."""
     from torch._inductor import config
 
-    monkeypatch.setattr(workers, "cache_root", lambda: tmp_path / "caches")
-    envs = [workers.Executor(index, log_dir=tmp_path / "logs").env() for index in (0, 1)]
+    monkeypatch.setattr("fuzz.engine.executor.cache_root", lambda: tmp_path / "caches")
+    envs = [Executor(index, log_dir=tmp_path / "logs").env() for index in (0, 1)]
     expected = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "caches" / "inductor"),
                 "TRITON_CACHE_DIR": str(tmp_path / "caches" / "triton")}
     assert [{k: e[k] for k in expected} for e in envs] == [expected, expected]
@@ -421,11 +422,11 @@ def test_workers_that_share_the_cores_let_idle_openmp_threads_sleep(monkeypatch:
     """A worker given fewer cores than the machine has runs OpenMP with passive waiting (its idle
     threads would otherwise spin on cores the other workers compile on); one alone on the machine,
     and a user's own OMP_WAIT_POLICY, are left as they are."""
-    monkeypatch.setattr(workers, "usable_cpus", lambda: 16)
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 16)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
 
     def policy(threads: int | None) -> str | None:
-        return workers.Executor(0, log_dir=tmp_path, compile_threads=threads).env().get("OMP_WAIT_POLICY")
+        return Executor(0, log_dir=tmp_path, compile_threads=threads).env().get("OMP_WAIT_POLICY")
 
     assert [policy(1), policy(8), policy(16), policy(None)] == ["PASSIVE", "PASSIVE", None, None]
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
@@ -438,12 +439,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-@pytest.mark.skipif(bool(workers.visible_gpu_ids()), reason="a GPU machine's workers start fresh")
+@pytest.mark.skipif(bool(machine.visible_gpu_ids()), reason="a GPU machine's workers start fresh")
 def test_a_restarted_worker_is_forked_ready_imported_and_its_death_still_reads_as_before(tmp_path: Path) -> None:
     """The imports (most of a worker's start) are paid once, by the zygote: a worker forked from it,
     the first or one replacing a crashed one, uses well under half the zygote's CPU to get ready;
     the crash is reported with its signal and faulthandler dump as from a fresh worker."""
-    executor = workers.Executor(0, log_dir=tmp_path)
+    executor = Executor(0, log_dir=tmp_path)
     try:
         executor.start()
         first = executor.child
@@ -469,16 +470,16 @@ def test_workers_start_fresh_where_a_zygote_cannot_help(monkeypatch: pytest.Monk
                                                         where: str) -> None:
     """Coverage must see inductor's import-time lines, which a forked worker never runs; on a GPU
     machine the zygote could not import the compiler (one of its modules initializes CUDA)."""
-    monkeypatch.setattr(workers, "visible_gpu_ids", lambda: ["0"] if where == "gpu-machine" else [])
-    executor = workers.Executor(0, log_dir=tmp_path, coverage_dir=tmp_path / "cov" if where == "coverage" else None,
-                                gpu="0" if where == "gpu-worker" else None)
+    monkeypatch.setattr(machine, "visible_gpu_ids", lambda: ["0"] if where == "gpu-machine" else [])
+    executor = Executor(0, log_dir=tmp_path, coverage_dir=tmp_path / "cov" if where == "coverage" else None,
+                        gpu="0" if where == "gpu-worker" else None)
     assert executor._zygote() is None and executor.zygote_refused
 
 
 def test_a_cpu_campaigns_workers_are_forked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`--device cpu` hides the GPUs from its workers (CUDA_VISIBLE_DEVICES=""): they are CPU workers."""
-    monkeypatch.setattr(workers, "visible_gpu_ids", list)
-    assert not workers.Executor(0, log_dir=tmp_path, gpu="").zygote_refused
+    monkeypatch.setattr(machine, "visible_gpu_ids", list)
+    assert not Executor(0, log_dir=tmp_path, gpu="").zygote_refused
 
 
 @pytest.mark.parametrize(("maps", "driver"), [

@@ -17,11 +17,15 @@ from typing import Any
 
 import pytest
 
-from fuzz.engine import regenerate, rounds
-from fuzz.engine.workers import Outcome
+from fuzz.engine import regenerate
+from fuzz.engine.driver import Driver, _Found
+from fuzz.engine.executor import Outcome
+from fuzz.engine.messages import Claim, Claimed, Minimized, Sighted, ToDriver
+from fuzz.engine.stream import fingerprint
+from fuzz.engine.stream import regenerate as draw_again
 from fuzz.export import report
 from fuzz.store.findings import Finding
-from tests.fakes import FakeWorker, Pipe, fake_driver
+from tests.fakes import FakeWorker, Pipe, fake_driver, sent_by
 
 ROUNDS = 3
 
@@ -31,12 +35,12 @@ class Inbox(Pipe):
 
     def __init__(self) -> None:
         super().__init__()
-        self.queue: deque[tuple[str, Any]] = deque()
+        self.queue: deque[ToDriver] = deque()
 
     def poll(self, timeout: float = 0) -> bool:
         return bool(self.queue)
 
-    def recv(self) -> tuple[str, Any]:
+    def recv(self) -> ToDriver:
         return self.queue.popleft()
 
 
@@ -46,7 +50,7 @@ class Eventful(FakeWorker):
     meanwhile (odd rows below 64), rejections, varying error ratios and latencies, and the budget
     running out after `budget` cases of the stream."""
 
-    def __init__(self, driver: rounds.Driver, inbox: Inbox, budget: int) -> None:
+    def __init__(self, driver: Driver, inbox: Inbox, budget: int) -> None:
         super().__init__(("db", "new", "other"))
         self.driver, self.inbox, self.budget = driver, inbox, budget
         self.random = random.Random(0)
@@ -57,7 +61,7 @@ class Eventful(FakeWorker):
         self.explored += self.driver.phase == "explore"
         time.sleep(self.random.random() / 500)
         if self.explored == 3:
-            self.inbox.queue.append(("claimed", "numerics/other:mm"))
+            self.inbox.queue.append(Claimed("numerics/other:mm"))
         if self.explored == self.budget:
             self.driver.deadline = 0.0
         if self.explored == 2 and self.driver.phase == "explore":
@@ -70,7 +74,7 @@ class Eventful(FakeWorker):
                                 "error_ratio": self.random.random(), "failure": None, "poisoned": ""})
 
 
-def stream(driver: rounds.Driver) -> list[str]:
+def stream(driver: Driver) -> list[str]:
     assert isinstance(driver.stream_log, io.StringIO)
     return driver.stream_log.getvalue().splitlines()
 
@@ -82,11 +86,11 @@ def quiet_stream() -> list[str]:
     driver.stream_log = io.StringIO()
     for number in range(ROUNDS):
         driver.run_round(number)
-    assert not any(k in ("finding", "claim") for k, _ in driver.outbox.sent)
+    assert not sent_by(driver, Sighted) and not sent_by(driver, Claim)
     return stream(driver)
 
 
-def eventful_driver(tmp_path: Path, budget: int = 30) -> rounds.Driver:
+def eventful_driver(tmp_path: Path, budget: int = 30) -> Driver:
     """Driver 0 of the same seed, replaying first a database where driver 1 stored what it shrank."""
     db = str(tmp_path / "examples")
     other = fake_driver(db=db)
@@ -108,13 +112,12 @@ def test_a_drivers_stream_is_the_same_whatever_happens_meanwhile(tmp_path: Path)
     quiet = quiet_stream()
     driver = eventful_driver(tmp_path)
     eventful = stream(driver)
-    sent = driver.outbox.sent
-    claims = [p for k, p in sent if k == "claim"]
+    claims = [m.key for m in sent_by(driver, Claim)]
     assert claims[:3] == ["numerics/db:mm", "process/killed:SIGSEGV:mm", "numerics/new:mm"]
     assert "numerics/other:mm" not in claims  # another driver's
-    shrunk = [p for k, p in sent if k == "minimized" and p["key"] == "numerics/new:mm"]
-    assert shrunk and shrunk[0]["minimization"]["hypothesis_shrinks"] > 1
-    first = next(p for k, p in sent if k == "finding" and p["key"] == "numerics/new:mm")["origin"]
+    shrunk = [m for m in sent_by(driver, Minimized) if m.key == "numerics/new:mm"]
+    assert shrunk and shrunk[0].minimization["hypothesis_shrinks"] > 1
+    first = next(m.finding for m in sent_by(driver, Sighted) if m.finding["key"] == "numerics/new:mm")["origin"]
     assert (first["phase"], first["round"]) == ("explore", 0) and first["index"] < driver.stream["max_examples"] - 1
     assert len(quiet) == ROUNDS * driver.stream["max_examples"] > len(eventful) > driver.stream["max_examples"]
     assert eventful == quiet[:len(eventful)]  # fewer cases ran (the budget), the same ones
@@ -129,7 +132,7 @@ class ClaimedMeanwhile(FakeWorker):
 
     def run(self, case_json: dict[str, Any]) -> Outcome:
         if case_json["inputs"][0]["shape"][0] >= self.rows:
-            self.inbox.queue.append(("claimed", "numerics/fake:mm"))
+            self.inbox.queue.append(Claimed("numerics/fake:mm"))
         return super().run(case_json)
 
 
@@ -138,47 +141,46 @@ def test_a_finding_claimed_while_its_case_ran_is_not_claimed_twice() -> None:
     inbox = Inbox()
     driver.inbox, driver.executor = inbox, ClaimedMeanwhile(inbox)
     driver.run_round(2)
-    sent = driver.outbox.sent
-    assert any(k == "finding" for k, _ in sent) and not any(k in ("claim", "minimized") for k, _ in sent)
+    assert sent_by(driver, Sighted) and not sent_by(driver, Claim) and not sent_by(driver, Minimized)
 
 
 def test_the_stream_check_catches_a_round_cut_short_by_a_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted: the old driver, which failed the Hypothesis test to shrink a finding it claimed."""
-    claim_one = rounds.Driver.claim_one
+    claim_one = Driver.claim_one
 
-    def fail_on_claim(self: rounds.Driver, found: set[str]) -> None:
+    def fail_on_claim(self: Driver, found: set[str]) -> None:
         claimed = self.claim_now
         claim_one(self, found)
         if self.claim_now is not claimed:
-            raise rounds._Found(self.claim_now.key if self.claim_now else "")
+            raise _Found(self.claim_now.key if self.claim_now else "")
 
     quiet = quiet_stream()
-    monkeypatch.setattr(rounds.Driver, "claim_one", fail_on_claim)
+    monkeypatch.setattr(Driver, "claim_one", fail_on_claim)
     eventful = stream(eventful_driver(tmp_path))
     assert eventful != quiet[:len(eventful)]
 
 
 def test_the_recorded_position_draws_the_case_again(tmp_path: Path) -> None:
     driver = eventful_driver(tmp_path, budget=10**6)
-    sent = driver.outbox.sent
-    explored = [p for k, p in sent if k == "finding" and p["origin"]["phase"] == "explore"]
+    sighted = [m.finding for m in sent_by(driver, Sighted)]
+    explored = [p for p in sighted if p["origin"]["phase"] == "explore"]
     assert {p["origin"]["round"] for p in explored} == set(range(ROUNDS))
     for p in explored[::7]:
-        assert rounds.regenerate(p["origin"]) == p["case"]
+        assert draw_again(p["origin"]) == p["case"]
     wrong = {**explored[0]["origin"], "index": explored[0]["origin"]["index"] + 1}  # planted: a position off by one
-    assert rounds.regenerate(wrong) != explored[0]["case"]
-    session, number, index, fingerprint, _ = stream(driver)[-1].split("\t")  # a clean case's position, from the log
+    assert draw_again(wrong) != explored[0]["case"]
+    session, number, index, logged, _ = stream(driver)[-1].split("\t")  # a clean case's position, from the log
     origin = {**explored[0]["origin"], "round": int(number), "index": int(index)}
-    assert rounds._fingerprint(rounds.regenerate(origin)).startswith(fingerprint) and session == "0"
-    shrunk = next(p for k, p in sent if k == "finding" and p["origin"]["phase"] == "shrink")
+    assert fingerprint(draw_again(origin)).startswith(logged) and session == "0"
+    shrunk = next(p for p in sighted if p["origin"]["phase"] == "shrink")
     with pytest.raises(ValueError, match="not drawn by a campaign's stream"):
-        rounds.regenerate(shrunk["origin"])
+        draw_again(shrunk["origin"])
 
 
 def test_regenerate_command_and_report_show_the_position(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     driver = fake_driver()
     driver.run_round(1)
-    payload = next(p for k, p in driver.outbox.sent if k == "finding")
+    payload = sent_by(driver, Sighted)[0].finding
     finding = Finding.from_json(payload)
     path = tmp_path / "finding.json"
     path.write_text(json.dumps(finding.to_json()))
@@ -201,17 +203,17 @@ def test_a_stream_does_not_depend_on_what_its_process_imported(tmp_path: Path, m
 
     driver = fake_driver()
     origin = driver.origin("explore", index=14, stream=driver.stream)
-    cases = [rounds.regenerate({**origin, "round": r}) for r in range(4)]
+    cases = [draw_again({**origin, "round": r}) for r in range(4)]
     (tmp_path / "literal_pool.py").write_text(  # what a module a driver imports later brings along
         f"VALUES = {[*range(100, 400, 7), *(k / 8 + 0.0625 for k in range(40))]}\n"
         f"NAMES = {[f'name{k}' for k in range(40)]}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("literal_pool")
-    assert [rounds.regenerate({**origin, "round": r}) for r in range(4)] == cases
+    assert [draw_again({**origin, "round": r}) for r in range(4)] == cases
     monkeypatch.setattr(providers, "_get_local_constants", Constants)  # planted: another pool (an empty one)
     providers.CONSTANTS_CACHE.cache.clear()
     try:
-        assert [rounds.regenerate({**origin, "round": r}) for r in range(4)] != cases
+        assert [draw_again({**origin, "round": r}) for r in range(4)] != cases
     finally:
         monkeypatch.undo()
         providers.CONSTANTS_CACHE.cache.clear()

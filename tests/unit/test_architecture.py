@@ -69,8 +69,6 @@ def test_cycle_finds_a_planted_cycle() -> None:
 PROBE = "fuzz.probe"
 INTERNALS = ("torch._inductor", "torch._dynamo")
 MAX_LINES = 400
-NOT_YET_SPLIT = {"fuzz.engine.workers", "fuzz.engine.rounds"}
-"""Modules still over MAX_LINES (issue 30): each leaves this set when it is split, and none may join it."""
 
 
 def _is_internal(name: str) -> bool:
@@ -118,9 +116,7 @@ def test_the_probe_rule_fails_on_a_planted_use(planted: str) -> None:
 def test_no_module_is_over_400_lines() -> None:
     long = {name: n for name, path in source_modules().items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    new = {name: n for name, n in long.items() if name not in NOT_YET_SPLIT}
-    assert new == {}, f"modules over {MAX_LINES} lines (split them along a real seam): {new}"
-    assert set(long) == NOT_YET_SPLIT, f"split already, drop from NOT_YET_SPLIT: {NOT_YET_SPLIT - set(long)}"
+    assert long == {}, f"modules over {MAX_LINES} lines (split them along a real seam): {long}"
 
 
 # --- code as code -----------------------------------------------------------------------------------

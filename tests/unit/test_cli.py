@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import duration, main
-from fuzz.engine.workers import Outcome
+from fuzz.engine.executor import Outcome
 from fuzz.store.findings import FindingsStore, record_from_violation
 from tests.cases import small_case
 
@@ -234,13 +234,13 @@ def verdict(*signatures: str, rejected: bool = False) -> dict[str, object]:
 def test_replay_says_fixed_only_when_nothing_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch, outcome: Outcome, state: str,
                                                    status: int) -> None:
-    from fuzz.engine import workers
+    from fuzz.engine import executor
 
     store = FindingsStore(tmp_path)
     v = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
     store.add(record_from_violation(v, small_case().to_json(), known_bug=None, violations=[v], versions={},
                                     origin={}))
-    monkeypatch.setattr(workers, "Executor", FakeExecutor)
+    monkeypatch.setattr(executor, "Executor", FakeExecutor)
     monkeypatch.setattr(FakeExecutor, "outcome", outcome)
     assert main(["replay", str(tmp_path)]) == status
     assert capsys.readouterr().out.splitlines()[0].startswith(f"{state:<12} numerics/tolerance:mm:float32")

@@ -125,10 +125,10 @@ def test_twice_out_of_memory_stays_what_it_is(monkeypatch: pytest.MonkeyPatch) -
 def test_the_worker_gives_cached_device_memory_back_after_each_case() -> None:
     import inspect
 
-    from fuzz.engine import workers
+    from fuzz.engine.worker import worker_main
 
-    loop = inspect.getsource(workers.worker_main)
-    assert loop.index("session.evaluate(case)") < loop.index("release_device_memory()") < loop.index('("verdict"')
+    loop = inspect.getsource(worker_main)
+    assert loop.index("session.evaluate(case)") < loop.index("release_device_memory()") < loop.index("CaseVerdict(")
     if torch.cuda.is_available():
         x = torch.empty(1 << 28, device="cuda")
         del x

@@ -1,13 +1,6 @@
-"""A campaign's driver process: a stream of cases that the seed alone decides, then shrinking and
-minimizing what it showed.
-
-Each driver explores its **stream**: Hypothesis rounds of the profile's `max_examples` cases of
-the `@given(cases(...))` test `_campaign_case`, round r seeded with derive_seed(campaign seed,
-session, driver, r). Nothing flows back from the cases into Hypothesis while it explores (the test
-body never fails, rejects or targets, and the example database is not read), so the stream is a
-function of (seed, session, driver): timing, verdicts, claims and other drivers or hosts change
-only how much of it runs. Every sighting records its position (round, index) in the stream, and
-`regenerate` draws that case again (`python -m fuzz.engine.regenerate FINDING.json`).
+"""A campaign's driver process: it explores its stream of cases (fuzz.engine.stream), runs each in
+its isolated worker (fuzz.engine.executor), reports what they show to the coordinator, and shrinks
+and minimizes the findings it claims.
 
 Findings are shrunk between rounds, outside the stream. The first finding key a round shows that
 no one has claimed is claimed (one a round, while shrinking has taken at most half the driver's
@@ -22,25 +15,37 @@ before it ran out is still shrunk, for at most `shrink_s` past it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
-import hashlib
-import importlib
-import json
 import os
-import pkgutil
 import socket
 import time
 import unittest
-from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from fuzz.engine.workers import Executor, Outcome, WorkerStartError, child_connections
+from fuzz.engine.children import child_connections
+from fuzz.engine.executor import Executor, Outcome, WorkerStartError
+from fuzz.engine.messages import (
+    CaseRan,
+    Claim,
+    Claimed,
+    DriverConfig,
+    DriverDone,
+    DriverReady,
+    Fatal,
+    FromDriver,
+    Log,
+    Minimized,
+    Receiver,
+    Sender,
+    Sighted,
+    Stop,
+    ToDriver,
+    WorkerRestarted,
+)
+from fuzz.engine.stream import EndRun, derive_seed, fingerprint, running, stream_strategy, stream_test
 from fuzz.store.sightings import rejected, sightings
-from strategies.backends import config_backends
 
 LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"
@@ -48,39 +53,6 @@ STREAM_LOG = "stream-{worker}.tsv"
 fingerprint, op), to compare two runs of a seed or find a case's position."""
 DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:")
 """Case features (strategies.cases.case_features) counted for the report's "what was drawn"."""
-
-
-def derive_seed(*parts: object) -> int:
-    return int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:15], 16)
-
-
-def backends_of(case_json: dict[str, Any]) -> set[str]:
-    return set(config_backends(case_json.get("config", {})))
-
-
-def case_strategy(device: str, ops: list[str], backends: list[str], dtypes: list[str]) -> Any:
-    """`cases()` of `ops` on `device`, restricted by the campaign's filters. (The ops are given:
-    letting `cases` ask torch which ops a GPU runs would initialize CUDA in the driver.)"""
-    from hypothesis import strategies as st
-
-    from strategies.cases import cases
-
-    strategy = st.one_of([cases(op=op, device=device) for op in ops])
-    if backends:
-        allowed = set(backends)
-        strategy = strategy.filter(lambda c: backends_of(c.to_json()) <= allowed)
-    if dtypes:
-        strategy = strategy.filter(lambda c: c.inputs[0].dtype in dtypes)
-    return strategy
-
-
-def stream_strategy(stream: dict[str, Any]) -> Any:
-    """The strategy of a stream as a sighting's origin records it (device, ops and filters)."""
-    return case_strategy(stream["device"], stream["ops"], stream["backends"], stream["dtypes"])
-
-
-class _Stop(BaseException):
-    """The budget is spent (or the coordinator asked to stop, or the wanted case is drawn): end the Hypothesis run."""
 
 
 class _ShrinkTimeUp(BaseException):
@@ -96,97 +68,6 @@ class _Found(AssertionError):
 
 
 @dataclasses.dataclass
-class _Run:
-    body: Callable[[Any], None]
-
-
-_ACTIVE: _Run | None = None
-
-
-# Hypothesis keys the example database by this function's source: keep it as it is.
-def _campaign_case(case: Any) -> None:
-    """The campaign's Hypothesis test (one function, so its example-database key is stable across
-    drivers and hosts): run the case in the isolated worker and report what it found."""
-    assert _ACTIVE is not None
-    _ACTIVE.body(case)
-
-
-@contextlib.contextmanager
-def _running(body: Callable[[Any], None]) -> Iterator[None]:
-    """`_campaign_case` calls `body` meanwhile."""
-    global _ACTIVE
-    _ACTIVE = _Run(body)
-    try:
-        yield
-    finally:
-        _ACTIVE = None
-
-
-@functools.cache
-def pin_local_constants() -> None:
-    """Hypothesis (6.131 on) mixes the literals of every local module imported so far into what it
-    draws, so a stream would depend on what its process had imported by then (a driver imports
-    fuzz.engine.minimize at its first shrink; `regenerate` runs in another process). Pin that pool to the
-    literals of the `strategies` package, which a stream depends on anyway."""
-    try:
-        from hypothesis.internal.conjecture import providers
-        from hypothesis.internal.constants_ast import Constants, constants_from_module
-    except ImportError:  # a Hypothesis that draws no local constants
-        return
-    import strategies
-
-    pool = Constants()
-    for info in sorted(pkgutil.iter_modules(strategies.__path__), key=lambda m: m.name):
-        pool |= constants_from_module(importlib.import_module(f"strategies.{info.name}"))
-    assert hasattr(providers, "_get_local_constants"), "Hypothesis draws local constants some other way now"
-    providers._get_local_constants = lambda: pool
-    providers.CONSTANTS_CACHE.cache.clear()
-
-
-def stream_test(strategy: Any, seed: int, max_examples: int, phases: tuple[Any, ...],
-                database: Any = None) -> Callable[[], None]:
-    """A Hypothesis run of `_campaign_case`: exploring, shrinking and regenerating all use this, so
-    that a round's first cases are the same in each (only `phases` and `database` may differ)."""
-    from hypothesis import HealthCheck, Verbosity, given, settings
-    from hypothesis import seed as with_seed
-
-    pin_local_constants()
-
-    # `seed` replaces the test's settings with database=None: the settings go on last, outermost
-    return settings(max_examples=max_examples, database=database, deadline=None, derandomize=False, phases=phases,
-                    verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False,
-                    suppress_health_check=list(HealthCheck))(with_seed(seed)(given(case=strategy)(_campaign_case)))
-
-
-def regenerate(origin: dict[str, Any]) -> dict[str, Any]:
-    """The case a sighting's `origin` names (seed, session, worker, round, index in the worker's
-    stream), drawn again: its Case.to_json(). ValueError when the origin names no stream position."""
-    from hypothesis import Phase
-
-    if origin.get("phase") != "explore":
-        raise ValueError(f"not drawn by a campaign's stream (phase {origin.get('phase', 'not recorded')})")
-    stream, index = origin["stream"], int(origin["index"])
-    drawn: list[dict[str, Any]] = []
-
-    def body(case: Any) -> None:
-        if len(drawn) == index:
-            drawn.append(case.to_json())
-            raise _Stop
-        drawn.append({})
-
-    seed = derive_seed(origin["seed"], origin["session"], origin["worker"], origin["round"])
-    with _running(body), contextlib.suppress(_Stop):
-        stream_test(stream_strategy(stream), seed, int(stream["max_examples"]), (Phase.generate,))()
-    if len(drawn) <= index:
-        raise ValueError(f"round {origin['round']} ends after {len(drawn)} case(s), before case {index}")
-    return drawn[index]
-
-
-def _fingerprint(case_json: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(case_json, sort_keys=True).encode()).hexdigest()
-
-
-@dataclasses.dataclass
 class Job:
     """A finding to shrink: the first case this driver saw it in, and that case's origin."""
 
@@ -196,14 +77,14 @@ class Job:
 
 
 class Driver:
-    def __init__(self, cfg: dict[str, Any], inbox: Connection, outbox: Connection) -> None:
+    def __init__(self, cfg: DriverConfig, inbox: Receiver[ToDriver], outbox: Sender[FromDriver]) -> None:
         self.cfg, self.inbox, self.outbox = cfg, inbox, outbox
-        self.index = int(cfg["index"])
-        self.claimed: set[str] = set(cfg["claimed"])
+        self.index = cfg.index
+        self.claimed: set[str] = set(cfg.claimed)
         self.stop_requested = False
-        self.executor = Executor(self.index, log_dir=Path(cfg["out"]) / LOG_DIR, gpu=cfg["gpu"],
-                                 case_timeout_s=cfg["case_timeout_s"], compile_threads=cfg.get("compile_threads"),
-                                 coverage_dir=Path(cfg["out"]) / "coverage" if cfg["coverage"] else None)
+        self.executor = Executor(self.index, log_dir=Path(cfg.out) / LOG_DIR, gpu=cfg.gpu,
+                                 case_timeout_s=cfg.case_timeout_s, compile_threads=cfg.compile_threads,
+                                 coverage_dir=Path(cfg.out) / "coverage" if cfg.coverage else None)
         self.env: dict[str, Any] = {}
         self.stream: dict[str, Any] = {}  # what the stream draws from (start_stream)
         self.strategy: Any = None
@@ -218,19 +99,19 @@ class Driver:
         self.spent = {"exploring": 0.0, "shrinking": 0.0}  # seconds of cases run
 
     # messages
-    def send(self, kind: str, payload: Any = None) -> None:
+    def send(self, message: FromDriver) -> None:
         try:
-            self.outbox.send((kind, payload))
+            self.outbox.send(message)
         except OSError:  # the coordinator is gone: nothing left to report to
             os._exit(1)
 
     def poll_inbox(self) -> None:
         try:
             while self.inbox.poll():
-                kind, payload = self.inbox.recv()
-                if kind == "claimed":
-                    self.claimed.add(payload)
-                elif kind == "stop":
+                message = self.inbox.recv()
+                if isinstance(message, Claimed):
+                    self.claimed.add(message.key)
+                elif isinstance(message, Stop):
                     self.stop_requested = True
         except (EOFError, OSError):
             os._exit(1)
@@ -244,21 +125,21 @@ class Driver:
         try:
             self.env = self.executor.start()
         except WorkerStartError as e:
-            self.send("fatal", str(e))
+            self.send(Fatal(str(e)))
             return
-        self.deadline = time.time() + self.cfg["budget_s"]
-        device = self.cfg["device"] or self.env["device"]
-        self.send("ready", {"worker": self.index, "env": self.env, "device": device})
+        self.deadline = time.time() + self.cfg.budget_s
+        device = self.cfg.device or self.env["device"]
+        self.send(DriverReady(self.index, self.env, device))
         available = self.env["ops"]
-        unsupported = [op for op in self.cfg["ops"] if op not in available]
+        unsupported = [op for op in self.cfg.ops if op not in available]
         if unsupported:
-            self.send("fatal", f"--op {unsupported[0]} does not run on {device} here (it runs: {', '.join(available)})")
+            self.send(Fatal(f"--op {unsupported[0]} does not run on {device} here (it runs: {', '.join(available)})"))
             return
-        self.start_stream(device, self.cfg["ops"] or available)
+        self.start_stream(device, list(self.cfg.ops) or available)
         from hypothesis.errors import Unsatisfiable
 
         rounds = 0
-        log_dir = Path(self.cfg["out"]) / LOG_DIR
+        log_dir = Path(self.cfg.out) / LOG_DIR
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / STREAM_LOG.format(worker=self.index), "a", encoding="utf-8") as self.stream_log:
             try:
@@ -268,9 +149,9 @@ class Driver:
                     self.run_round(rounds)
                     rounds += 1
             except Unsatisfiable:
-                self.send("fatal", f"no case on {device} matches the --op/--backend/--dtype filters")
+                self.send(Fatal(f"no case on {device} matches the --op/--backend/--dtype filters"))
         self.executor.stop()
-        self.send("done", {"worker": self.index, "rounds": rounds, "restarts": self.executor.restarts})
+        self.send(DriverDone(self.index, rounds, self.executor.restarts))
 
     def start_stream(self, device: str, ops: list[str]) -> None:
         from hypothesis import settings
@@ -278,9 +159,9 @@ class Driver:
         from fuzz.tools.profiles import register_profiles
 
         register_profiles()
-        self.stream = {"device": device, "ops": list(ops), "backends": list(self.cfg["backends"]),
-                       "dtypes": list(self.cfg["dtypes"]),
-                       "max_examples": settings.get_profile(self.cfg["profile"]).max_examples}
+        self.stream = {"device": device, "ops": list(ops), "backends": list(self.cfg.backends),
+                       "dtypes": list(self.cfg.dtypes),
+                       "max_examples": settings.get_profile(self.cfg.profile).max_examples}
         self.strategy = stream_strategy(self.stream)
 
     def hypothesis_run(self, test: Callable[[], None], body: Callable[[Any], None]) -> None:
@@ -289,34 +170,34 @@ class Driver:
         from hypothesis.errors import Unsatisfiable
 
         try:
-            with _running(body):
+            with running(body):
                 test()
-        except (_Stop, _ShrinkTimeUp, _Found, unittest.SkipTest):
+        except (EndRun, _ShrinkTimeUp, _Found, unittest.SkipTest):
             pass
         except Unsatisfiable:
             raise
         except Exception as e:  # noqa: BLE001 - Hypothesis' own complaints (flaky shrink, ...) end this run only
             if self.phase != "shrink":
-                self.send("log", f"driver {self.index}: hypothesis {self.phase} ended with {type(e).__name__}: "
-                                 f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+                self.send(Log(f"driver {self.index}: hypothesis {self.phase} ended with {type(e).__name__}: "
+                              f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}"))
 
     def run_round(self, number: int) -> None:
         """Explore round `number` of the stream, then shrink what it claimed (and what waits, while
         the budget lasts)."""
         from hypothesis import Phase
 
-        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, number)
+        seed = derive_seed(self.cfg.seed, self.cfg.session, self.index, number)
         index = -1
 
         def explore(case: Any) -> None:
             nonlocal index
             index += 1
             if self.out_of_time():
-                raise _Stop
+                raise EndRun
             case_json = case.to_json()
-            fingerprint = _fingerprint(case_json)
+            digest = fingerprint(case_json)
             if self.stream_log is not None:
-                self.stream_log.write(f"{self.cfg['session']}\t{number}\t{index}\t{fingerprint[:16]}\t"
+                self.stream_log.write(f"{self.cfg.session}\t{number}\t{index}\t{digest[:16]}\t"
                                       f"{case_json['op']}\n")
                 self.stream_log.flush()
             outcome, fresh = self.evaluate(case_json, case)
@@ -336,19 +217,19 @@ class Driver:
 
         from fuzz.store.shared_store import open_database
 
-        database = open_database(self.cfg["db"])
+        database = open_database(self.cfg.db)
         if database is None:
             return
 
         def replay(case: Any) -> None:
             if self.out_of_time():
-                raise _Stop
+                raise EndRun
             case_json = case.to_json()
             outcome, fresh = self.evaluate(case_json, case)
             self.claim_one(self.report(case_json, outcome, fresh, self.origin("replay")))
 
         self.phase = "replay"
-        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, "replay")
+        seed = derive_seed(self.cfg.seed, self.cfg.session, self.index, "replay")
         self.hypothesis_run(stream_test(self.strategy, seed, self.stream["max_examples"], (Phase.reuse,),
                                         ReadOnlyDatabase(database)), replay)
         self.shrink_found()
@@ -366,7 +247,7 @@ class Driver:
 
     def claim(self, key: str) -> None:
         self.claimed.add(key)
-        self.send("claim", key)
+        self.send(Claim(key))
 
     def shrink_found(self) -> None:
         """Shrink the finding just claimed, whatever the time; then the waiting ones no one has
@@ -384,7 +265,7 @@ class Driver:
         """Hypothesis-shrink the job's case (where the stream drew it), then delta-minimize it, for
         `shrink_s` from now, or from the deadline when that has passed."""
         began = time.time()
-        self.phase, self.shrink_until = "shrink", min(began, self.deadline) + self.cfg["shrink_s"]
+        self.phase, self.shrink_until = "shrink", min(began, self.deadline) + self.cfg.shrink_s
         case_json, shrinks = job.case, 0
         if job.origin.get("phase") == "explore":
             case_json, shrinks = self.hypothesis_shrink(job)
@@ -408,11 +289,11 @@ class Driver:
                 return  # the stream before the case: drawn again, not run
             self.poll_inbox()
             if self.stop_requested:
-                raise _Stop
+                raise EndRun
             if time.time() > self.shrink_until:
                 raise _ShrinkTimeUp
             case_json = case.to_json()
-            if calls == target and _fingerprint(case_json) != _fingerprint(job.case):
+            if calls == target and fingerprint(case_json) != fingerprint(job.case):
                 raise _Diverged("a different case")
             outcome, fresh = self.evaluate(case_json)
             if job.key in self.report(case_json, outcome, fresh, self.origin("shrink")):
@@ -421,14 +302,14 @@ class Driver:
             if calls == target:
                 raise _Diverged("a case that no longer shows it")
 
-        seed = derive_seed(self.cfg["seed"], self.cfg["session"], self.index, origin["round"])
+        seed = derive_seed(self.cfg.seed, self.cfg.session, self.index, origin["round"])
         test = stream_test(self.strategy, seed, int(origin["stream"]["max_examples"]), (Phase.generate, Phase.shrink),
-                           open_database(self.cfg["db"]))
+                           open_database(self.cfg.db))
         try:
             self.hypothesis_run(test, shrink)
         except _Diverged as e:
-            self.send("log", f"driver {self.index}: drawing round {origin['round']} again gave {e} at case "
-                             f"{target}, not {job.key}'s: delta-minimizing it only")
+            self.send(Log(f"driver {self.index}: drawing round {origin['round']} again gave {e} at case "
+                          f"{target}, not {job.key}'s: delta-minimizing it only"))
             return job.case, 0
         return best, max(shrinks, 0)
 
@@ -436,31 +317,30 @@ class Driver:
         """The case's outcome, and whether it ran now (False: this driver ran it before; shrinking
         starts from a case already run). `drawn`: the Case, when it is a fresh draw (not a shrink
         step), whose features the report counts."""
-        fingerprint = _fingerprint(case_json)
-        if fingerprint in self.seen:
-            return self.seen[fingerprint], False
+        digest = fingerprint(case_json)
+        if digest in self.seen:
+            return self.seen[digest], False
         began = time.monotonic()
         outcome = self.executor.run(case_json)
         self.spent["shrinking" if self.phase == "shrink" else "exploring"] += time.monotonic() - began
         if len(self.seen) < 200_000:
-            self.seen[fingerprint] = outcome
+            self.seen[digest] = outcome
         if outcome.death is not None:
-            self.send("restart", {"worker": self.index, "reason": outcome.death})
+            self.send(WorkerRestarted(self.index, outcome.death))
         features: list[str] = []
         if drawn is not None:
             from strategies.cases import case_features
 
             features = sorted(f for f in case_features(drawn) if f.startswith(DRAWN_PREFIXES))
-        self.send("case", {"worker": self.index, "op": case_json["op"], "seconds": outcome.seconds,
-                           "rejected": rejected(outcome), "shrinking": self.phase == "shrink",
-                           "features": features, "unavailable": (outcome.verdict or {}).get("unavailable", [])})
+        self.send(CaseRan(self.index, case_json["op"], outcome.seconds, rejected(outcome), self.phase == "shrink",
+                          features, (outcome.verdict or {}).get("unavailable", [])))
         return outcome, True
 
     def origin(self, phase: str, **where: Any) -> dict[str, Any]:
         """Where a case came from: host, campaign seed, session, worker and phase; for a case of the
         stream also its round, index and what the stream draws from (all `regenerate` needs)."""
-        return {"host": self.env.get("host", socket.gethostname()), "host_id": self.cfg.get("host_id", ""),
-                "worker": self.index, "seed": self.cfg["seed"], "session": self.cfg["session"], "phase": phase,
+        return {"host": self.env.get("host", socket.gethostname()), "host_id": self.cfg.host_id,
+                "worker": self.index, "seed": self.cfg.seed, "session": self.cfg.session, "phase": phase,
                 **where}
 
     def report(self, case_json: dict[str, Any], outcome: Outcome, fresh: bool, origin: dict[str, Any]) -> set[str]:
@@ -474,7 +354,7 @@ class Driver:
             self.sighted.add(record.key)
             if record.key not in self.claimed:
                 self.pending.setdefault(record.key, Job(record.key, case_json, origin))
-            self.send("finding", record.to_json())
+            self.send(Sighted(record.to_json()))
         return {r.key for r in records}
 
     def minimize(self, key: str, case_json: dict[str, Any], began: float, shrinks: int) -> None:
@@ -491,17 +371,16 @@ class Driver:
 
         self.phase = "shrink"  # sightings of other keys on the way are independent of it: see report()
         minimal, how = delta_minimize(case_json, fails, max(0.0, self.shrink_until - time.time()))
-        outcome = self.seen.get(_fingerprint(minimal)) or self.evaluate(minimal)[0]
+        outcome = self.seen.get(fingerprint(minimal)) or self.evaluate(minimal)[0]
         messages = [r.message for r in sightings(minimal, outcome, self.env, {}) if r.key == key]
-        self.send("minimized", {"key": key, "case": minimal, "message": messages[0] if messages else None,
-                                "minimization": {
-                                    "hypothesis_shrinks": shrinks, "delta_steps": how.steps, "dropped": how.dropped,
-                                    "complete": how.complete and not self.stop_requested,
-                                    "seconds": round(time.time() - began, 1)}})
+        self.send(Minimized(key, minimal, messages[0] if messages else None, {
+            "hypothesis_shrinks": shrinks, "delta_steps": how.steps, "dropped": how.dropped,
+            "complete": how.complete and not self.stop_requested, "seconds": round(time.time() - began, 1)}))
 
 
 def driver_main(read_fd: int, write_fd: int) -> None:
-    inbox, outbox = child_connections(read_fd, write_fd)
-    kind, cfg = inbox.recv()
-    assert kind == "config", kind
+    read, write = child_connections(read_fd, write_fd)
+    inbox, outbox = Receiver[ToDriver](read), Sender[FromDriver](write)
+    cfg = inbox.recv()
+    assert isinstance(cfg, DriverConfig), cfg
     Driver(cfg, inbox, outbox).run()
