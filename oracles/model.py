@@ -170,6 +170,7 @@ class Observation:
     choice_failures: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)
     unisolated: list[ChoiceRecord] = dataclasses.field(default_factory=list)  # single-choice compiles that ran others
     unavailable: list[tuple[ChoiceRecord, Failure]] = dataclasses.field(default_factory=list)  # beyond this GPU
+    warm_cache_hit: bool | None = None  # a warm_cache case: did its second compile load from the FX graph cache
     placements: list[Placement] = dataclasses.field(default_factory=list)  # of the autotuned compile's results
     earlier_hashes: dict[str, str | None] = dataclasses.field(default_factory=dict)
     catalogue: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)

@@ -99,6 +99,8 @@ class Case:
     `consumers`: steps applied to the op's result. `every_choice`: besides the autotuned compile,
     compile once per kernel choice (only that choice allowed) and check each one's numbers.
     `shared_storage`: inputs (of the same dtype) that are views of one storage, so they alias.
+    `warm_cache`: compile with inductor's FX graph cache on (the user's default), then once more
+    from that cache (a user's second run) and check that program's outputs too.
     `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum.
     """
 
@@ -119,6 +121,7 @@ class Case:
     every_choice: bool = False
     shared_storage: tuple[int, ...] = ()
     spelling: str = "call"
+    warm_cache: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -186,6 +189,7 @@ class Case:
             "every_choice": self.every_choice,
             "shared_storage": list(self.shared_storage),
             "spelling": self.spelling,
+            "warm_cache": self.warm_cache,
         }
 
     def dumps(self) -> str:
@@ -215,7 +219,7 @@ class Case:
                             second_call=tuple(TensorSpec.from_json(t) for t in data["second_call"]),
                             every_choice=bool(data["every_choice"]),
                             shared_storage=tuple(int(i) for i in data["shared_storage"]),
-                            spelling=str(data["spelling"]))
+                            spelling=str(data["spelling"]), warm_cache=bool(data["warm_cache"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -233,7 +237,7 @@ _DEFAULTS: dict[str, Any] = {
     "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False,
     "reduced_precision": False, "dynamic": False,
     "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
-    "shared_storage": [], "spelling": "call"}
+    "shared_storage": [], "spelling": "call", "warm_cache": False}
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 

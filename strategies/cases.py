@@ -239,6 +239,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     # lets the shrinker turn one off without reshuffling the draws after it.
     every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
     spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
+    warm = draw(rarely(4))  # the user's FX graph cache: inductor bypasses it for frozen graphs
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"
@@ -282,7 +283,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and tf32,
         reduced_precision=device == "cuda" and half and reduce,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
-        every_choice=every_choice, shared_storage=shared, spelling=spelling,
+        every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm and not frozen,
     )
 
 
@@ -316,6 +317,7 @@ def case_features(case: Case) -> set[str]:
             for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape, strict=False) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
+    out |= {"warm_cache"} if case.warm_cache else set()
     if case.dynamic or case.mark_dynamic or case.second_call:
         out |= {f"dynamic-op:{case.op}"} | ({"frozen-dynamic"} if case.frozen_weights else set())
     out |= {"frozen-shared"} if case.frozen_weights and len(case.shared_storage) > 1 else set()

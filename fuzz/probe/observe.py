@@ -31,6 +31,14 @@ MM_FAMILY_TARGETS = frozenset({
 })
 """Post-grad node targets (overload packets) that lower through template selection."""
 
+
+def fx_graph_cache_hits() -> int:
+    """How many compiles so far loaded their graph from inductor's FX graph cache."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["fxgraph_cache_hit"])
+
+
 LOWERING_SKIPPING_CACHES = {
     "fx_graph_cache": False,
     "autotune_local_cache": False,
@@ -114,8 +122,10 @@ def _candidate_class(template: Any) -> str:
     return EXTERN_CANDIDATE if isinstance(template, ExternKernelChoice) else type(template).__name__
 
 
-def _post_grad_probe(rec: Recording) -> Any:
-    """A CustomGraphPass that only records which mm-family nodes reached lowering."""
+def _post_grad_probe(rec: Recording, salt: str) -> Any:
+    """A CustomGraphPass that only records which mm-family nodes reached lowering. Its uuid is in
+    the FX graph cache's key: a fresh `salt` makes a compile miss that cache (and so lower and be
+    observed) even where the cache is on; the same salt again makes the next compile hit it."""
     from torch._inductor.custom_graph_pass import CustomGraphPass
 
     class PostGradProbe(CustomGraphPass):
@@ -126,7 +136,7 @@ def _post_grad_probe(rec: Recording) -> Any:
                 if (name := str(getattr(node.target, "_overloadpacket", node.target))) in MM_FAMILY_TARGETS]
 
         def uuid(self) -> str:
-            return "mm-fuzz-post-grad-probe"
+            return f"mm-fuzz-post-grad-probe{salt}"
 
     return PostGradProbe()
 
@@ -292,10 +302,11 @@ def _watch_lowerings(rec: Recording) -> Iterator[None]:
 
 @contextlib.contextmanager
 def record_selections(device_type: str, keep: KeepChoice | None = None,
-                      padding: dict[str, list[bool]] | None = None) -> Iterator[Recording]:
+                      padding: dict[str, list[bool]] | None = None, salt: str = "") -> Iterator[Recording]:
     """Record every template-selection call made while the body compiles. With `keep`, one
     selection of each graph is left with a single choice (a single-choice compile); with `padding`
-    (an earlier compile's Recording.padding), pad-mm decides as it did there."""
+    (an earlier compile's Recording.padding), pad-mm decides as it did there; `salt`: see
+    _post_grad_probe."""
     check_hooks()
     from torch._inductor import config, select_algorithm
     from torch._inductor.virtualized import V
@@ -344,7 +355,7 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
     select_algorithm.add_feedback_saver(after_benchmark)
     try:
         with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), _pad_decisions(rec, padding), \
-                config.patch(post_grad_custom_post_pass=_post_grad_probe(rec)):
+                config.patch(post_grad_custom_post_pass=_post_grad_probe(rec, salt)):
             yield rec
     finally:
         select_algorithm.clear_preprocessing_fns()

@@ -6,6 +6,8 @@ Observation for the oracles; never raises for a case."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -117,12 +119,16 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
             obs.eager_failure = describe_failure(e)
             return obs
         references = _References(case, wide, timings)
-        compiled, failure, rec = _compile_and_run(case, len(wide), timings=timings)
+        salt = uuid.uuid4().hex if case.warm_cache else ""  # the FX graph cache's key for this case alone
+        compiled, failure, rec = _compile_and_run(case, len(wide), timings=timings, salt=salt)
         obs.selections, obs.post_grad_targets, obs.lowered = rec.selections, rec.post_grad_targets, rec.lowered
         obs.placements = rec.placements
         obs.compile_failure = failure
         if compiled is not None:
             obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
+        if case.warm_cache and compiled is not None:
+            with timings.phase("warm-cache compile"):
+                _check_warm_cache(case, obs, eager, references, salt)
         if case.every_choice and failure is None:
             with timings.phase("single-choice compiles"):
                 _check_every_choice(case, obs, eager, references, rec.padding)
@@ -169,16 +175,18 @@ def _on_cpu(expected: programs.Expected) -> programs.Expected:
 
 def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None = None,
                      timings: Timings | None = None, padding: dict[str, list[bool]] | None = None,
-                     ) -> tuple[_Run | None, Failure | None, observe.Recording]:
+                     salt: str = "") -> tuple[_Run | None, Failure | None, observe.Recording]:
     """Compile the program in a fresh dynamo state and run every call; (outputs, failure, events).
     With `timings`, the time is split into inductor's phases (the rest is "compile and run"); with
-    `padding`, pad-mm decides as in the compile that recorded it."""
+    `padding`, pad-mm decides as in the compile that recorded it; with `salt`, inductor's FX graph
+    cache is on, keyed by the salt (observe._post_grad_probe)."""
     inductor.reset_dynamo()  # also clears torch's compile-time metrics: `compiling` reads them after
     first_args, weights = programs.split_inputs(case, materialize(case))
     module = programs.Program(case, weights)
-    patch = {**observe.LOWERING_SKIPPING_CACHES, **case.config_dict, "freezing": case.frozen_weights}
+    patch = {**observe.LOWERING_SKIPPING_CACHES, **case.config_dict, "freezing": case.frozen_weights,
+             "fx_graph_cache": bool(salt)}
     timed = timings.compiling("compile and run") if timings else contextlib.nullcontext()
-    with timed, inductor.config_patch(patch), observe.record_selections(case.device, keep, padding) as rec:
+    with timed, inductor.config_patch(patch), observe.record_selections(case.device, keep, padding, salt) as rec:
         try:
             fn = torch.compile(module, dynamic=True if case.dynamic else None)  # None: static, then automatic
             run = _Run()
@@ -196,15 +204,29 @@ def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None =
 
 
 def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
-            choice: ChoiceRecord | None = None) -> list[OutputCheck]:
+            choice: ChoiceRecord | None = None, via: str = "") -> list[OutputCheck]:
     out = []
     for c, exp in enumerate(expected[: len(compiled.values)]):
         outputs = zip(eager.values[c], compiled.values[c], exp.values, exp.bounds, strict=False)
         for j, (e, got, ref, bound) in enumerate(outputs):
-            label = f"call{c}/out{j}" + (f" @{choice.template}" if choice else "")
+            label = f"call{c}/out{j}" + (f" @{choice.template}" if choice else "") + via
             out.append(OutputCheck(label, e, got, ref, bound, exp.exact, choice,
                                    eager.metas[c][j], compiled.metas[c][j]))
     return out
+
+
+def _check_warm_cache(case: Case, obs: Observation, eager: _Run, references: _References, salt: str) -> None:
+    """Compile the program again with the first compile's salt, so that it loads from the FX graph
+    cache (`obs.warm_cache_hit` says whether it did: frozen graphs, say, are not cached), and
+    check its outputs; a failure there is the case's compile failure."""
+    hits = observe.fx_graph_cache_hits()
+    outputs, failure, _ = _compile_and_run(case, len(eager.values), salt=salt)
+    obs.warm_cache_hit = observe.fx_graph_cache_hits() > hits
+    if failure is not None:
+        obs.compile_failure = dataclasses.replace(failure, message=f"from the FX graph cache: {failure.message}")
+    elif outputs is not None:
+        obs.results.extend(_checks(eager, outputs, references.of(kernel_model(case, obs.choices)),
+                                   via=" (FX graph cache)"))
 
 
 def single_choice_plan(selections: Sequence[SelectionEvent]) -> list[tuple[int, SelectionEvent, list[ChoiceRecord]]]:

@@ -69,3 +69,31 @@ def test_a_wrong_silu_decomposition_is_caught_after_a_frozen_linear(monkeypatch:
     found = caught_only_by(monkeypatch, plant, mm("linear", frozen=True),
                            mm("linear", ("add_bias_row", "silu"), frozen=True))
     assert any(s.startswith("tolerance:mm:float32") for s in found), found
+
+
+def test_a_graph_loaded_wrong_from_the_fx_graph_cache_is_caught_on_a_warm_cache_case(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's default pipeline caches compiled graphs (the suite turns the cache off to observe
+    every lowering): a graph that comes back from the cache computing another result is a wrong
+    value of the warm compile alone."""
+    from torch._inductor.codecache import FxGraphCache
+
+    lookup = FxGraphCache._lookup_graph
+
+    def stale_lookup(*args: object, **kwargs: object) -> object:
+        graph, info = lookup(*args, **kwargs)
+        if graph is not None:
+            run = graph.current_callable
+
+            def off_by_one(inputs: list[torch.Tensor]) -> object:
+                outputs = run(inputs)
+                outputs[0].view(-1)[0] += 1
+                return outputs
+            graph.current_callable = off_by_one
+        return graph, info
+
+    warm = Case.make(op="mm", inputs=(spec((24, 40)), spec((40, 8))), device="cpu", value_mode="exact_int", seed=7,
+                     warm_cache=True, config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    found = caught_only_by(monkeypatch, lambda: monkeypatch.setattr(FxGraphCache, "_lookup_graph",
+                                                                    staticmethod(stale_lookup)), mm(), warm)
+    assert "exact-mismatch:mm:float32" in found, found

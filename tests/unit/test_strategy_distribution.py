@@ -47,8 +47,8 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                      | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }
 COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for family in SIZE_FAMILIES),
-          "shared_storage", "no_max_autotune", "value:exact_int", "value:normal", "value:large", "value:sparse",
-          "value:nonfinite",
+          "shared_storage", "warm_cache", "no_max_autotune", "value:exact_int", "value:normal", "value:large",
+          "value:sparse", "value:nonfinite",
           "stride:expanded", "stride:nondense", "stride:transposed", "stride:batch_inner", "stride:offset",
           "knob:test_configs.max_mm_configs"} \
     | {f"spelling:{op}:{spelling}" for op, spellings in SPELLINGS.items() if op in DEVICE_OPS["cpu"]
