@@ -35,7 +35,7 @@ SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
 renders each). For addmm/baddbmm every spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
-VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite")
+VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite", "tiny", "mixed")
 DEVICES = ("cpu", "cuda")
 
 

@@ -257,7 +257,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
                                m_multiple_of=multiple if on_cuda_int else 1))
     batch = draw(dims(9))
     value_modes = ("normal", "exact_int", "sparse") + (() if op == "scaled_mm" else ("large",)) \
-        + (() if op in ("int_mm", "scaled_mm") else ("nonfinite",))
+        + (() if op in ("int_mm", "scaled_mm") else ("nonfinite", "tiny", "mixed"))
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))

@@ -14,7 +14,16 @@ import torch
 
 from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, RAISES, STRIDES, VALUE_CHECKS, Form, check_kind
 from fuzz.run import programs
-from fuzz.run.values import exact_int_range, large_scale, storage_groups, storage_seed, storage_values
+from fuzz.run.values import (
+    exact_int_range,
+    int8_range,
+    large_scale,
+    mixed_exponents,
+    storage_groups,
+    storage_seed,
+    storage_values,
+    tiny_scale,
+)
 from strategies.case import Case, TensorSpec, contiguous_strides
 
 
@@ -29,14 +38,22 @@ def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> 
 
     if case.op == "scaled_mm" and index >= 2:
         return f"(2.0 ** torch.randint(-2, 3, {size}, generator={gen}, dtype=torch.float64))"
-    if case.value_mode == "exact_int" or spec.dtype == "int8":
-        r, density = exact_int_range(case) if case.value_mode == "exact_int" else (8, 1.0)
+    if case.value_mode == "exact_int":
+        r, density = exact_int_range(case)
         ints = f"torch.randint({-r}, {r + 1}, {size}, generator={gen}, dtype=torch.float64)"
         return ints if density >= 1.0 else masked(ints, density)  # rand < 1 holds always: no mask needed
+    if spec.dtype == "int8":
+        low, high = int8_range(case)
+        return f"torch.randint({low}, {high}, {size}, generator={gen}, dtype=torch.float64)"
     normal = f"torch.randn({size}, generator={gen}, dtype=torch.float64)"
     if case.value_mode == "sparse":
         return masked(normal, 0.1)
-    return f"({normal} * {large_scale(case)!r})" if case.value_mode == "large" else normal
+    if case.value_mode == "mixed":
+        low, high = mixed_exponents(case)
+        named = normal.replace(f"generator={gen}", f"generator=(g := {gen})")  # the exponents draw from it next
+        return f"({named} * 2.0 ** torch.randint({low}, {high}, {size}, generator=g, dtype=torch.float64))"
+    scale = {"large": large_scale, "tiny": tiny_scale}.get(case.value_mode)
+    return f"({normal} * {scale(case)!r})" if scale else normal
 
 
 def _draw(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...], seeded: bool) -> str:
@@ -270,6 +287,10 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
     contexts = (["torch.no_grad()"] if form.frozen else []) + \
         ([f"torch._inductor.config.patch({patch!r})"] if patch else [])
     body = []
+    if case.warm_cache and not form.eager:  # the checked program is the one loaded from the cache
+        body += [f"compiled({'make_inputs()[0]' if form.frozen else '*make_inputs()'})  # fills inductor's FX graph "
+                 "cache (on by default)", "torch._dynamo.reset()",
+                 f"compiled = torch.compile({target}{options})  # this one loads the graph from that cache"]
     for maker, first in (("make_inputs", True), ("make_second_inputs", False))[: 2 if case.second_call else 1]:
         marks = [(i, d) for i, d in case.mark_dynamic if first and (not form.frozen or i == 0)]
         args = f"{maker}()[0]" if form.frozen else f"{maker}()"

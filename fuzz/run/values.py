@@ -98,20 +98,46 @@ def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generat
         values = torch.randint(-r, r + 1, (n,), generator=gen, dtype=torch.float64)
         return values * (torch.rand(n, generator=gen, dtype=torch.float64) < density)
     if spec.dtype == "int8":
-        return torch.randint(-8, 9, (n,), generator=gen, dtype=torch.float64)
+        return torch.randint(*int8_range(case), (n,), generator=gen, dtype=torch.float64)
     values = torch.randn(n, generator=gen, dtype=torch.float64)
     if case.value_mode == "sparse":
         return values * (torch.rand(n, generator=gen, dtype=torch.float64) < 0.1)
     if case.value_mode == "large":
         return values * large_scale(case)
+    if case.value_mode == "tiny":
+        return values * tiny_scale(case)
+    if case.value_mode == "mixed":
+        return values * 2.0 ** torch.randint(*mixed_exponents(case), (n,), generator=gen, dtype=torch.float64)
     return values
 
 
+def int8_range(case: Case) -> tuple[int, int]:
+    """randint's bounds for int8 inputs: "large" draws int8's whole range (K * 128**2 stays far
+    inside int32's exact range), the other modes small integers."""
+    return (-128, 128) if case.value_mode == "large" else (-8, 9)
+
+
+def mixed_exponents(case: Case) -> tuple[int, int]:
+    """randint's bounds for the "mixed" mode's power of two per element: tiny_scale to large_scale."""
+    return int(math.log2(tiny_scale(case))), int(math.log2(large_scale(case))) + 1
+
+
 def large_scale(case: Case) -> float:
-    """Factor of the "large" value mode: results near the top of the dtype's range, not past it."""
+    """Factor of the "large" value mode: results near the top of the dtype's range, not past it
+    ("mixed" draws each element's power of two between tiny_scale and this)."""
     k = max(reduction_size(case), 1)
     limit = torch.finfo(getattr(torch, op_dtype(case))).max
     return 2.0 ** math.floor(math.log2(math.sqrt(limit / (16 * k))))
+
+
+def tiny_scale(case: Case) -> float:
+    """Factor of the "tiny" value mode: products near the smallest normal number of the inputs' and
+    the result's dtypes (fp16 results at their subnormal end), but 2**24 above float32's: a correct
+    kernel's float32 accumulator may flush subnormals to zero (FTZ, as oneDNN's does), and a flushed
+    partial sum is then within the accumulation bound."""
+    dtypes = (case.inputs[0].dtype, op_dtype(case), "float32")
+    smallest = max(torch.finfo(getattr(torch, d)).smallest_normal * (2.0**24 if d == "float32" else 1) for d in dtypes)
+    return 2.0 ** math.floor(math.log2(math.sqrt(smallest)))
 
 
 def storage_seed(case: Case, index: int) -> int:
