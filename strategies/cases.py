@@ -273,7 +273,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
                                            frozen, multiple, min_m))
     shared: tuple[int, ...] = ()
     sharable = range(1 if frozen else 0, len(inputs))  # frozen: weights may share one storage (fused weights)
-    if op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1 and draw(rarely(6)):
+    share = draw(rarely(6))  # drawn whether it applies or not: frozen (fewer sharable inputs) must not shrink shorter
+    if share and op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
     config = _servable(draw(autotune_configs(device)), op, device, frozen, inputs)

@@ -14,21 +14,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fuzz.bugs.entry import ATEN, EAGER_AGREED, HALF, TEMPLATE, WRONG_VALUES, KnownBug, nan_where_finite
-from oracles.model import OutputCheck, Violation
-from strategies.case import Case, TensorSpec
-
-# ruff's isort puts one name a line: these 27 would push the registry past the 400-line limit
-# isort: off
+from fuzz.bugs.entry import ATEN, EAGER_AGREED, TEMPLATE, WRONG_VALUES, KnownBug, nan_where_finite
+from fuzz.bugs.known_cpu_bugs import CPU_INDUCTOR_BUGS
 from fuzz.bugs.regions import (
-    CPP_COMPILE_ERROR, MKL_M0_PACK_MIN_WEIGHT, TRITON_BLOCK_K_128, backends, bf16_batched_odd_k_nonfinite,
-    bf16_nonfinite_on_amx, calls, cpu_cpp_batched, cpu_half_baddbmm, dense_int_mm_operands, frozen_cpp,
-    frozen_linear, half_row_product_twice, in_float32, int_mm_short_leading_dim, replace, scalar_to_vector_bias,
-    span, static, triton_small_m_half_addmm, unfrozen, weight_at_offset_zero, with_config, with_input,
-    without_backend, without_cat_mm_rows, without_triton_block_k_128,
+    TRITON_BLOCK_K_128,
+    bf16_batched_odd_k_nonfinite,
+    bf16_nonfinite_on_amx,
+    calls,
+    cpu_half_baddbmm,
+    dense_int_mm_operands,
+    in_float32,
+    int_mm_short_leading_dim,
+    replace,
+    scalar_to_vector_bias,
+    triton_small_m_half_addmm,
+    with_config,
+    without_triton_block_k_128,
 )
-# isort: on
-
+from oracles.model import OutputCheck, Violation
+from strategies.case import Case
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
@@ -172,178 +176,6 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         lives_in=TEMPLATE,
     ),
     KnownBug(
-        name="cpp-gemm-dynamic-recompile-crash",
-        oracles=("crash",),
-        signatures=(r"crash:ModuleNotFoundError:select_algorithm\.py:\w+", r"crash:TypeError:select_algorithm\.py:\w+"),
-        messages=(r"No module named 'triton'", r"as_strided\(\): argument 'stride'"),
-        applies=lambda c: (c.device == "cpu" and "CPP" in backends(c)
-                           and bool(c.second_call or c.dynamic or c.mark_dynamic)),
-        untrigger=static,
-        tracking="repros/cpp_dynamic_recompile_crash.py (not yet filed upstream): benchmarking the CPP "
-                 "choices of a dynamic-shape recompile imports triton / passes symbolic strides",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-gemm-frozen-k0-crash",
-        oracles=("crash",),
-        signatures=(r"crash:TypeError:codegen/cpp_gemm_template\.py:get_cache_blocking",),
-        messages=(r"Cannot convert complex to float",),
-        applies=lambda c: frozen_cpp(c) and c.inputs[0].shape[-1] == 0,
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_gemm_frozen_k0_crash.py (not yet filed upstream): get_cache_blocking "
-                 "raises 'Cannot convert complex to float' for K == 0",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-gemm-frozen-n0-compile-error",
-        oracles=("crash", "numerics", "template_presence"),
-        signatures=CPP_COMPILE_ERROR,
-        messages=(r"division by zero", r"failed to (compile|run)"),
-        applies=lambda c: frozen_cpp(c) and c.inputs[1].shape[-1] == 0,
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_gemm_frozen_n0_compile_error.py (not yet filed upstream): the kernel's "
-                 "constexpr Nt_blocks is 0 and num_Nt_blocks divides by it; the C++ does not compile",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-gemm-frozen-m0-compile-error",
-        oracles=("crash", "numerics", "template_presence"),
-        signatures=CPP_COMPILE_ERROR,
-        messages=(r"division by zero", r"failed to (compile|run)"),
-        applies=lambda c: (frozen_cpp(c) and not (c.dynamic or c.mark_dynamic)
-                           and any(a.shape[-2] == 0 for a, *_ in calls(c))),
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_gemm_frozen_m0_compile_error.py (not yet filed upstream; found by the README's CPU "
-                 "campaign): with M == 0 the kernel's constexpr Mc_blocks is 0 and num_Mc_blocks divides by it",
-        torch_versions=("2.13",),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-gemm-frozen-n0-dynamic-sigfpe",
-        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: (frozen_cpp(c) and "ATEN" in backends(c) and 0 in c.inputs[1].shape[-2:]
-                           and c.inputs[0].dtype in HALF and bool(c.dynamic or c.mark_dynamic or c.second_call)),
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_gemm_frozen_n0_dynamic_sigfpe.py (not yet filed upstream): with M symbolic the CPP "
-                 "kernel's division by the zero number of N blocks (or K blocks: a K == 0 weight dies the same "
-                 "way, seen in a CPU campaign) happens at run time, while it is benchmarked",
-        torch_versions=("2.13",),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="freezing-half-linear-empty-weight-onednn",
-        oracles=("crash",),
-        signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
-        messages=(r"could not create a primitive descriptor",),
-        applies=lambda c: 0 in c.inputs[1].shape and (frozen_linear(c, HALF) or (frozen_linear(c, ("float32",))
-                                                      and bool(c.dynamic or c.mark_dynamic or c.second_call))),
-        untrigger=unfrozen,
-        tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
-                 "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
-                 "product, which cannot build it (hosts with oneDNN bf16/fp16; float32 with dynamic M on any)",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="freezing-mkl-linear-n0-sigfpe",
-        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: (frozen_linear(c, ("float32",)) and c.inputs[1].shape[-1] == 0
-                           and any(a.shape[0] > 128 for a, *_ in calls(c))),
-        untrigger=unfrozen,
-        tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
-                 "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
-        torch_versions=("2.13",),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="freezing-mkl-linear-m0-sigfpe",
-        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: frozen_linear(c, ("float32",)) and any(a.shape[0] == 0 for a, *_ in calls(c))
-        and c.inputs[1].shape[0] * c.inputs[1].shape[1] >= MKL_M0_PACK_MIN_WEIGHT,
-        untrigger=unfrozen,
-        tracking="repros/freezing_mkl_linear_m0_sigfpe_plain.py (not yet filed upstream; found by CI on an "
-                 "AVX-512 Xeon): freezing packs a float32 weight for MKL with batch size M == 0 "
-                 "(torch.ops.mkl._mkl_reorder_linear_weight(w, 0)) and the process dies with SIGFPE",
-        torch_versions=("2.13",),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-bmm-empty-dim-crash",
-        oracles=("crash",),
-        signatures=(r"crash:AssertionError:codegen/cpp_template_kernel\.py:\w+", r"crash:ZeroDivisionError:[\w/.]+:\w+",
-                    r"crash:TypeError:codegen/cpp_gemm_template\.py:get_cache_blocking"),
-        messages=(r"View\(", r"division by zero|modulo by zero", r"Cannot convert complex to float"),
-        applies=lambda c: (cpu_cpp_batched(c)
-                           and any(0 in (a.shape[-2], a.shape[-1], b.shape[-1]) for a, b, *_ in calls(c))),
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_bmm_empty_dim_crash.py (not yet filed upstream): lowering a bmm with CPP "
-                 "choices and M, N or K == 0 raises AssertionError (View) or ZeroDivisionError (with K == 0 "
-                 "and symbolic sizes, get_cache_blocking's L2 / (Mr * Kt_bytes) is sympy's complex infinity: "
-                 "TypeError)",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-bmm-epilogue-input-mutation-crash",
-        oracles=("crash", "numerics"),
-        signatures=(r"crash:AssertionError:ir\.py:indexer",
-                    r"choice-crash:\w+@CppTemplateCaller:AssertionError"),  # the CPP choice alone, when ATen won
-        applies=lambda c: cpu_cpp_batched(c) and "mutate_input" in c.consumers and len(c.consumers) > 1,
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_bmm_epilogue_input_mutation_crash.py (not yet filed upstream): a CPP bmm "
-                 "with a pointwise epilogue, then an in-place mutation of its input: AssertionError in ir.py",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-bmm-dynamic-batch-stride-compile-error",
-        oracles=("crash", "numerics", "template_presence"),
-        signatures=CPP_COMPILE_ERROR,
-        messages=(r"ks\d+. was not declared", r"failed to (compile|run)"),
-        applies=lambda c: (cpu_cpp_batched(c) and c.op != "baddbmm" and not c.dynamic and len(c.inputs[0].shape) == 3
-                           and bool(c.second_call) and c.second_call[0].stride[0] != c.inputs[0].stride[0]),
-        untrigger=without_backend("CPP"),
-        tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream): the "
-                 "recompile makes x's batch stride symbolic; the CPP kernel uses it undeclared",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-bmm-size1-batch-stride-compile-error",
-        oracles=("crash", "numerics", "template_presence"),
-        signatures=CPP_COMPILE_ERROR,
-        messages=(r"ks\d+. was not declared", r"failed to (compile|run)"),
-        applies=lambda c: (cpu_cpp_batched(c) and c.op == "bmm" and not c.dynamic and len(c.inputs[0].shape) == 3
-                           and c.inputs[0].shape[0] == 1 and c.inputs[0].stride[0] != span(c.inputs[0])
-                           and any(i == 0 for i, _ in c.mark_dynamic)),
-        untrigger=lambda c: with_input(c, 0,
-                                       lambda t: TensorSpec(t.shape, (span(t), *t.stride[1:]), t.offset, t.dtype)),
-        tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream; the same cause, "
-                 "found by a CPU campaign): x has one batch whose stride is not the dense one and a marked-dynamic "
-                 "dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
-        torch_versions=("2.13",),
-        devices=("cpu",),
-    ),
-    KnownBug(
-        name="cpp-half-bmm-m1-repeated-product-compile-error",
-        oracles=("crash",),
-        signatures=CPP_COMPILE_ERROR[:1],
-        messages=(r"conflicting declaration .*tmp_acc\d+_vec",),
-        applies=half_row_product_twice,
-        untrigger=without_cat_mm_rows,
-        tracking="repros/cpp_half_bmm_m1_repeated_product_compile_error.py (not yet filed upstream; found by a "
-                 "10-minute CPU campaign): the same fp16/bf16 bmm with M == 1 twice in one graph (here "
-                 "torch.cat([a @ b, a @ b], dim=-2)): the C++ kernel declares `tmp_acc0_vec` twice",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
-    KnownBug(
         name="addmm-scalar-bias-indexerror",
         oracles=("crash",),
         signatures=(r"crash:IndexError:kernel/mm\.py:tuned_addmm",),
@@ -356,19 +188,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.13",),
         devices=("cpu",),
     ),
-    KnownBug(
-        name="cpp-gemm-frozen-weight-storage-offset",
-        oracles=("numerics",),
-        # any choice's single-choice compile: the program's other selections (a cat's mm) still pick CPP
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm):\w+(@.+)?",),
-        applies=lambda c: frozen_cpp(c) and c.inputs[1].offset != 0,
-        untrigger=weight_at_offset_zero,
-        tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "
-                 "related: https://github.com/pytorch/pytorch/pull/159233): the CPP GEMM template reads a "
-                 "frozen weight from the start of its storage (with NaN there, the result is NaN)",
-        torch_versions=("2.11", "2.13"),
-        devices=("cpu",),
-    ),
+    *CPU_INDUCTOR_BUGS,
 )
 
 

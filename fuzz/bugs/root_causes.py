@@ -34,10 +34,10 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "[inductor][cpu] max-autotune offers CPP GEMM/BMM template choices for M, N or K == 0, which crash "
               "or emit C++ that does not compile",
               ("cpp-gemm-frozen-k0-crash", "cpp-gemm-frozen-n0-compile-error", "cpp-gemm-frozen-m0-compile-error",
-               "cpp-bmm-empty-dim-crash", "cpp-gemm-frozen-n0-dynamic-sigfpe"),
-              "torch/_inductor/kernel/mm.py (tuned_mm, tuned_addmm) and kernel/bmm.py (tuned_bmm) add CPP template "
-              "choices without the `is_nonzero` guard every other template gets, and `use_cpp_gemm_template` "
-              "(torch/_inductor/utils.py) never checks K == 0"),
+               "cpp-bmm-empty-dim-crash", "cpp-gemm-frozen-n0-dynamic-sigfpe", "cpp-gemm-linear-binary-m0-crash"),
+              "torch/_inductor/kernel/mm.py (tuned_mm, tuned_addmm), kernel/bmm.py (tuned_bmm) and "
+              "mkldnn_lowerings.py (linear_binary) add CPP template choices without the `is_nonzero` guard every "
+              "other template gets, and `use_cpp_gemm_template` (torch/_inductor/utils.py) never checks K == 0"),
     RootCause("cpp-template-symbolic-strides",
               "[inductor][cpu] max-autotune CPP GEMM/BMM templates break when a recompile makes an input stride "
               "symbolic",

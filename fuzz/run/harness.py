@@ -183,8 +183,8 @@ def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None =
     inductor.reset_dynamo()  # also clears torch's compile-time metrics: `compiling` reads them after
     first_args, weights = programs.split_inputs(case, materialize(case))
     module = programs.Program(case, weights)
-    patch = {**observe.LOWERING_SKIPPING_CACHES, **case.config_dict, "freezing": case.frozen_weights,
-             "fx_graph_cache": bool(salt)}
+    warm = {"fx_graph_cache": True} if salt else {}  # a case's own config still decides
+    patch = {**observe.LOWERING_SKIPPING_CACHES, **warm, **case.config_dict, "freezing": case.frozen_weights}
     timed = timings.compiling("compile and run") if timings else contextlib.nullcontext()
     with timed, inductor.config_patch(patch), observe.record_selections(case.device, keep, padding, salt) as rec:
         try:

@@ -91,8 +91,8 @@ def test_a_redis_store_needs_its_package(capsys: pytest.CaptureFixture[str], tmp
 def test_inputs_are_checked_before_anything_is_created(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
-    line = fails_with_one_line(capsys, ["run", "--op", "scaled_mm", "--device", "cpu", "--out", str(out)])
-    assert "--op scaled_mm does not run on the CPU" in line and not out.exists()
+    line = fails_with_one_line(capsys, ["run", "--op", "mm_out_dtype", "--device", "cpu", "--out", str(out)])
+    assert "--op mm_out_dtype does not run on the CPU" in line and not out.exists()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible
     line = fails_with_one_line(capsys, ["run", "--device", "cuda", "--out", str(out)])
     assert "no GPU is visible" in line and not out.exists()

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from strategies.case import Case, contiguous_strides
 from strategies.cases import DEVICE_OPS, cases
 
-SETTINGS = settings(database=None, max_examples=2000, phases=(Phase.generate, Phase.shrink),
+SETTINGS = settings(database=None, max_examples=2000, phases=(Phase.generate, Phase.shrink), derandomize=True,
                     suppress_health_check=list(HealthCheck))  # the profiles may turn shrinking off
 PLAIN_CONFIG = {"max_autotune": False, "max_autotune_gemm": False,
                 "max_autotune_gemm_backends": "ATEN,TRITON,CPP", "max_autotune_allow_flexible_layouts": False}
