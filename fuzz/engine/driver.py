@@ -51,7 +51,7 @@ LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"
 """Per driver, in LOG_DIR: one line per case of its stream that it ran (session, round, index,
 fingerprint, op), to compare two runs of a seed or find a case's position."""
-DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:")
+DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:", "spelling:")
 """Case features (strategies.cases.case_features) counted for the report's "what was drawn"."""
 
 
@@ -329,9 +329,11 @@ class Driver:
             self.send(WorkerRestarted(self.index, outcome.death))
         features: list[str] = []
         if drawn is not None:
+            from fuzz.tools.pairs import pair_features
             from strategies.cases import case_features
 
-            features = sorted(f for f in case_features(drawn) if f.startswith(DRAWN_PREFIXES))
+            every = case_features(drawn)
+            features = sorted(f for f in every if f.startswith(DRAWN_PREFIXES)) + pair_features(every)
         self.send(CaseRan(self.index, case_json["op"], outcome.seconds, rejected(outcome), self.phase == "shrink",
                           features, (outcome.verdict or {}).get("unavailable", [])))
         return outcome, True

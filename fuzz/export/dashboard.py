@@ -16,7 +16,8 @@ from typing import Any
 from fuzz.store.findings import repro_state
 
 BUCKET_S = 30.0
-DRAWN = (("op:", "ops"), ("dtype:", "dtypes"), ("backends:", "backend sets"), ("value:", "value modes"))
+DRAWN = (("op:", "ops"), ("dtype:", "dtypes"), ("backends:", "backend sets"), ("value:", "value modes"),
+         ("spelling:", "spellings"))
 Points = list[tuple[float, float]]
 
 

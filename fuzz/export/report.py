@@ -16,6 +16,7 @@ from typing import Any
 
 from fuzz.bugs.entry import EAGER_AGREES_NAME
 from fuzz.store.findings import Finding, campaign_totals, drawn_from, now, repro_state, write_json_atomic
+from fuzz.tools.pairs import DIMENSIONS, pairwise_coverage
 from fuzz.tools.progress import clock, plural
 
 
@@ -69,7 +70,13 @@ def summary_line(findings: Sequence[Finding], records: Sequence[dict[str, Any]])
     return (f"{plural(t['cases'], 'case')} in {clock(t['seconds'])} ({t['cases_per_min']} cases/min) over "
             f"{plural(t['sessions'], 'session')}: {len(findings)} distinct finding(s), {new} new, "
             f"{len(findings) - new - agree} known upstream bug(s) still reproducing"
-            + (f", {agree} where eager agrees and the reference differs" if agree else ""))
+            + (f", {agree} where eager agrees and the reference differs" if agree else "")
+            + _pairs(t.get("drawn") or {}))
+
+
+def _pairs(drawn: dict[str, int]) -> str:
+    drew, possible = pairwise_coverage(drawn)
+    return f"; {drew} of {possible} pairs of the values drawn of {', '.join(DIMENSIONS)}" if possible else ""
 
 
 def _junit_time(stamp: str) -> str:
@@ -134,7 +141,8 @@ def markdown(summary: dict[str, Any]) -> str:
            f"{t['rejected']} rejected by the op or backend, {plural(t['restarts'], 'worker restart')}) over "
            f"{plural(t['sessions'], 'session')}. **{summary['distinct_findings']} distinct finding(s)**: "
            f"{summary['new_findings']} new, {summary['known_findings']} known upstream bug(s) still reproducing, "
-           f"{summary['eager_agrees_findings']} where eager and compiled agree and the reference differs.", ""]
+           f"{summary['eager_agrees_findings']} where eager and compiled agree and the reference differs"
+           f"{_pairs(t.get('drawn') or {})}.", ""]
     for env in summary["environments"]:
         out += [f"Environment: torch {env.get('torch')}, triton {env.get('triton') or '-'}, "
                 f"device {env.get('device')}, GPU {env.get('gpu') or '-'}, driver {env.get('driver') or '-'}, "

@@ -69,10 +69,10 @@ def test_the_dashboard_is_one_self_contained_page(tmp_path: Path) -> None:
                for i in range(4)]
     records = [{"sessions": [{"cases": 40, "seconds": 90, "host": "h",
                               "drawn": {"op:mm": 30, "op:bmm": 10, "dtype:float32": 40, "value:normal": 40,
-                                        "backends:ATEN": 40}}]}]
+                                        "backends:ATEN": 40, "spelling:mm:call": 30}}]}]
     summary = summarize([f], records, samples)
     page = html(summary, tmp_path)
-    assert page.count("<svg") == 7 and "<script" not in page and "<link" not in page
+    assert page.count("<svg") == 8 and "<script" not in page and "<link" not in page
     assert re.findall(r'(?:src|href)="(?:https?:)?//', page) == []  # nothing fetched
     assert 'href="repros/x.py"' in page and f'href="upstream/{draft.name}"' in page
     assert ">bmm<" in page and "mm: 3 element(s) differ" in page
