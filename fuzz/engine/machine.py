@@ -39,6 +39,16 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def core_window(index: int, workers: int, cores: list[int]) -> list[int]:
+    """The cores worker `index` of `workers` processes sharing `cores` runs on: its own slice and the
+    next one (each core serves two workers), so that a worker left alone at the end of a run has two."""
+    if workers <= 1 or len(cores) <= 1:
+        return list(cores)
+    share = max(1, len(cores) // workers)
+    start = (index * len(cores) // workers) % len(cores)
+    return sorted({cores[(start + k) % len(cores)] for k in range(min(len(cores), 2 * share))})
+
+
 def cache_root() -> Path:
     """Per-user scratch for inductor / Triton caches (not the findings dir: CI uploads that)."""
     return Path(tempfile.gettempdir()) / f"mm-fuzz-{os.getuid()}" / "campaign"

@@ -101,6 +101,27 @@ def test_the_gpu_marker_selects_the_gpu_tests() -> None:
                                                "tests/planted/test_planted_edge_bugs.py"}, ids
 
 
+def test_the_longest_tests_are_handed_out_first() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
+                           "tests/unit/test_cli.py", "tests/engine/test_campaign.py"],
+                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    modules = [line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line]
+    assert proc.returncode == 0 and modules, proc.stdout + proc.stderr
+    first_unit = modules.index("tests/unit/test_cli.py")  # collected first, but has no campaign test
+    assert modules[first_unit - 1] == "tests/engine/test_campaign.py" and modules[0] == modules[first_unit - 1]
+
+
+def test_xdist_workers_share_the_cores_and_one_left_alone_has_two() -> None:
+    from fuzz.engine.machine import core_window
+
+    sixteen = list(range(16))
+    windows = [core_window(i, 16, sixteen) for i in range(16)]
+    assert all(len(w) == 2 for w in windows)
+    assert sorted(c for w in windows for c in w) == sorted(sixteen * 2)  # every core serves two workers
+    assert core_window(0, 4, sixteen) == list(range(8))
+    assert core_window(1, 2, [0, 1]) == [0, 1] and core_window(0, 1, sixteen) == sixteen
+
+
 def test_parameter_ids_read_well() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
                            "tests/unit/test_cli.py", "tests/engine/test_campaign.py",
