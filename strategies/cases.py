@@ -218,8 +218,10 @@ def _servable(config: dict[str, object], op: str, device: str, frozen: bool,
     """The config, with ATEN added to a backend set none of whose backends may serve the case
     (such a case is only a rejection: the crash oracle has nothing to test)."""
     backends = config_backends(config)
+    unpacked = config.get("cpp.weight_prepack") is False  # CPP needs prepacked weights (use_cpp_gemm_template)
     capped = config.get("test_configs.max_mm_configs") is not None
-    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs, capped) for b in backends):
+    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs, capped) for b in backends
+                                 if not (b == "CPP" and unpacked)):
         return config
     return {**config, "max_autotune_gemm_backends": join_backends(["ATEN", *backends])}
 
@@ -277,7 +279,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if share and op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
-    config = _servable(draw(autotune_configs(device)), op, device, frozen, inputs)
+    config = _servable(draw(autotune_configs(device, frozen)), op, device, frozen, inputs)
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.bugs.known_bugs import KNOWN_BUGS
 from strategies.case import CONSUMERS, SPELLINGS, Case
 from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
-from strategies.configs import BACKENDS, CUDA_KNOBS, OPTIONAL_KNOBS
+from strategies.configs import BACKENDS, device_knobs
 
 
 def drawn(device: str, n: int) -> set[str]:
@@ -37,7 +37,8 @@ def drawn(device: str, n: int) -> set[str]:
 
 EXPECTED: dict[str, Callable[[], set[str]]] = {
     "cpu": lambda: ({f"op:{op}" for op in DEVICE_OPS["cpu"]} | {f"consumer:{c}" for c in CONSUMERS}
-                    | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
+                    | {f"backends:{b}" for b in BACKENDS["cpu"]}
+                    | {f"knob:{k}" for k in device_knobs("cpu", frozen=True)}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
                        "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
                     | {f"known-region:{name}"
@@ -45,7 +46,8 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                                     "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
                                     "cpp-gemm-dynamic-recompile-crash")}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
-                     | {f"knob:{k}" for k in CUDA_KNOBS} | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
+                     | {f"knob:{k}" for k in device_knobs("cuda", frozen=False)}
+                     | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
 }
 COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for family in SIZE_FAMILIES),
           "shared_storage", "warm_cache", "no_max_autotune", "value:exact_int", "value:normal", "value:large",
