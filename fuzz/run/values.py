@@ -65,7 +65,12 @@ def weight_scale(case: Case) -> torch.Tensor:
     """An int8 weight form's scale, float64: multiples of 1/8 in [-2, 2] (exact in every float dtype;
     a product of exact integers times it is often exact too, so such cases are judged bit for bit)."""
     gen = torch.Generator().manual_seed(storage_seed(case, len(case.inputs)))
-    return torch.randint(-16, 17, scale_shape(case), generator=gen, dtype=torch.float64) / 8
+    return torch.randint(-2 * SCALE_EIGHTHS, 2 * SCALE_EIGHTHS + 1, scale_shape(case), generator=gen,
+                         dtype=torch.float64) / SCALE_EIGHTHS
+
+
+SCALE_EIGHTHS = 8
+"""An int8 weight form's scale is a multiple of 1 / SCALE_EIGHTHS."""
 
 
 def storage_groups(case: Case, n: int) -> list[list[int]]:
