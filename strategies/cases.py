@@ -252,7 +252,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
     spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
     warm = draw(rarely(4))  # the user's FX graph cache: inductor bypasses it for frozen graphs
-    form = draw(st.sampled_from(WEIGHT_FORMS[1:])) if draw(rarely(2)) else "plain"  # applies to frozen weights
+    form = draw(st.sampled_from(("plain", *WEIGHT_FORMS)))  # a frozen weight's form: plain in a third, shrinks to it
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"

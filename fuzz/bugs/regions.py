@@ -11,7 +11,7 @@ from typing import Any
 
 from fuzz.bugs.entry import BATCHED_OPS, HALF
 from strategies.backends import config_backends, join_backends
-from strategies.case import Case, TensorSpec, contiguous_strides
+from strategies.case import INT8_FORMS, Case, TensorSpec, contiguous_strides
 
 
 def backends(case: Case) -> list[str]:
@@ -37,9 +37,13 @@ def replace(case: Case, **changes: Any) -> Case:
 
 def unfrozen(case: Case) -> Case:
     """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
-    template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing)."""
+    template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing);
+    the weight is plain (an int8 weight in the activations' dtype)."""
     kept = backends(case)
-    return replace(case, frozen_weights=False,
+    dtype = case.inputs[0].dtype
+    plain = with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, t.offset, dtype)) \
+        if case.weight_form in INT8_FORMS else case
+    return replace(plain, frozen_weights=False, weight_form="plain",
                    config={**case.config_dict, "max_autotune_gemm_backends": join_backends(["ATEN", *kept])})
 
 

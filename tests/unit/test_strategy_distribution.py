@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from strategies.case import CONSUMERS, SPELLINGS, Case
-from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
+from strategies.case import CONSUMERS, SPELLINGS, WEIGHT_FORMS, Case
+from strategies.cases import DEVICE_OPS, FREEZING_KNOBS, SIZE_FAMILIES, case_features, cases
 from strategies.configs import BACKENDS, CUDA_KNOBS, OPTIONAL_KNOBS
 
 
@@ -40,6 +40,7 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                     | {f"backends:{b}" for b in BACKENDS["cpu"]} | {f"knob:{k}" for k in OPTIONAL_KNOBS}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
                        "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
+                    | {f"weight_form:{f}" for f in WEIGHT_FORMS[1:]} | {f"knob:{k}" for k in FREEZING_KNOBS}
                     | {f"known-region:{name}"
                        for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
                                     "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
