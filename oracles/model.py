@@ -47,6 +47,7 @@ class Gate:
     device_type: str
     origami_rocm: bool
     max_mm_configs: int | None = None  # config.test_configs.max_mm_configs: a cap on Triton configs
+    cpp_weight_prepack: bool = True  # config.cpp.weight_prepack: off, inductor offers no CPP GEMM template
 
 
 @dataclasses.dataclass(frozen=True)

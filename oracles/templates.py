@@ -105,7 +105,7 @@ def must_offer(event: SelectionEvent) -> tuple[str, ...]:
     if autotuned and mnk is not None:
         if "TRITON" in gate.backends and _triton_must_offer(event, mnk):
             out.append("TRITON")
-        if "CPP" in gate.backends and _cpp_must_offer(event, mnk):
+        if "CPP" in gate.backends and gate.cpp_weight_prepack and _cpp_must_offer(event, mnk):
             out.append("CPP")
     return tuple(out)
 

@@ -231,7 +231,8 @@ def _servable(config: dict[str, object], op: str, device: str, frozen: bool,
     (such a case is only a rejection: the crash oracle has nothing to test)."""
     backends = config_backends(config)
     capped = config.get("test_configs.max_mm_configs") is not None
-    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs, capped) for b in backends):
+    serving = [b for b in backends if b != "CPP" or config.get("cpp.weight_prepack", True)]  # off: no CPP template
+    if "ATEN" in backends or any(_may_serve(b, op, device, frozen, inputs, capped) for b in serving):
         return config
     return {**config, "max_autotune_gemm_backends": join_backends(["ATEN", *backends])}
 
@@ -295,10 +296,11 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if share and op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
-    config = _servable(draw(autotune_configs(device)), op, device, frozen, inputs)
+    config = draw(autotune_configs(device))
     if frozen:  # a second call's recompile retraces the module, whose discarded parameters inductor refuses
         config |= {k: v for k, v in draw(freezing_options()).items()
                    if not (second and k == "freezing_discard_parameters")}
+    config = _servable(config, op, device, frozen, inputs)
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),

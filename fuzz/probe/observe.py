@@ -92,6 +92,7 @@ def gate_now(device_type: str) -> Gate:
         device_type=device_type,
         origami_rocm=bool(origami is not None and origami() and torch.version.hip is not None),
         max_mm_configs=config.test_configs.max_mm_configs,
+        cpp_weight_prepack=bool(config.cpp.weight_prepack),
     )
 
 
