@@ -11,6 +11,7 @@ from fuzz.bugs.regions import (
     calls,
     cpu_cpp_batched,
     frozen_cpp,
+    frozen_half_product,
     frozen_linear,
     half_row_product_twice,
     span,
@@ -92,12 +93,14 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash",),
         signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
         messages=(r"could not create a primitive descriptor",),
-        applies=lambda c: 0 in c.inputs[1].shape and (frozen_linear(c, HALF) or (frozen_linear(c, ("float32",))
-                                                      and bool(c.dynamic or c.mark_dynamic or c.second_call))),
+        applies=lambda c: (frozen_half_product(c) and any(0 in w.shape for w in c.inputs[1::2])) or (
+            0 in c.inputs[1].shape and frozen_linear(c, ("float32",)) and bool(c.dynamic or c.mark_dynamic
+                                                                               or c.second_call)),
         untrigger=unfrozen,
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
                  "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
-                 "product, which cannot build it (hosts with oneDNN bf16/fp16; float32 with dynamic M on any)",
+                 "product, which cannot build it (hosts with oneDNN bf16/fp16, either linear of an mm_plus_mm "
+                 "too; float32 with dynamic M on any)",
         torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),

@@ -25,7 +25,27 @@ def one_scale(case: Case) -> bool:
     return woq_matched(case) and scale_shape(case) in ((), (1,))
 
 
+def integer_parameter_discarded(case: Case) -> bool:
+    """freezing_discard_parameters with an integer weight held as a Parameter (int_mm's int8 weights;
+    the int8 weight forms hold buffers)."""
+    return (case.frozen_weights and bool(case.config_dict.get("freezing_discard_parameters"))
+            and case.weight_form not in INT8_FORMS and any(t.dtype == "int8" for t in case.inputs[1:]))
+
+
 WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="freezing-discard-integer-parameter",
+        oracles=("crash",),
+        signatures=(r"crash:RuntimeError:freezing\.py:invalidate_eager_modules",),
+        messages=(r"only Tensors of floating point dtype can require gradients",),
+        applies=integer_parameter_discarded,
+        untrigger=lambda c: replace(c, config={**c.config_dict, "freezing_discard_parameters": False}),
+        tracking="repros/freezing_discard_integer_parameter_plain.py (not yet filed upstream): "
+                 "freezing_discard_parameters replaces every Parameter by an ErasedTensor and calls "
+                 "requires_grad_(True) on it, which raises for an integer (int8) Parameter",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
     KnownBug(
         name="woq-int8pack-mm-k-not-16-segfault",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it

@@ -122,6 +122,13 @@ def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
             and case.inputs[0].dtype in dtypes)
 
 
+def frozen_half_product(case: Case) -> bool:
+    """A frozen fp16/bf16 linear on the CPU: an mm or addmm, or either product of an mm_plus_mm
+    (its weights: inputs[1::2], x1 and x3; an addmm's is x1 alone)."""
+    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm", "mm_plus_mm")
+            and case.inputs[0].dtype in HALF)
+
+
 def _short_leading_dimension(t: TensorSpec) -> bool:
     """A matrix that ATen's CPU _int_mm passes on with a leading dimension shorter than it needs:
     row-major (unit column stride) with a row stride below the column count, or otherwise
