@@ -34,6 +34,16 @@ SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
 """How a program may spell its op, as users write it ("call": torch.<op>(...); fuzz.run.programs
 renders each). For addmm/baddbmm every spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
 
+WEIGHT_FORMS = ("plain", "fused", "int8", "int8_tensor", "int8_single")
+"""How a frozen weight (input 1) is held (fuzz.run.programs renders each): "plain", the parameter
+itself; "fused", the columns n:2n of a fused parameter three times as wide (a qkv weight);
+"int8*", weight-only int8: an int8 buffer stored (N, K) as nn.Linear's and a scale buffer in the
+activation's dtype, per output channel (N,), one 0-d scale, or one (1,) scale, the program
+`(x0 @ w.t().to(x0.dtype)) * scale` (the spelling inductor's woq pattern matches)."""
+INT8_FORMS = ("int8", "int8_tensor", "int8_single")
+WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols")
+"""Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
+
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
 VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite", "tiny", "mixed")
 DEVICES = ("cpu", "cuda")
@@ -102,6 +112,7 @@ class Case:
     `warm_cache`: compile with inductor's FX graph cache on (the user's default), then once more
     from that cache (a user's second run) and check that program's outputs too.
     `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum.
+    `weight_form`: how the module holds a frozen weight (WEIGHT_FORMS; "plain": the weight itself).
     """
 
     op: str
@@ -122,6 +133,7 @@ class Case:
     shared_storage: tuple[int, ...] = ()
     spelling: str = "call"
     warm_cache: bool = False
+    weight_form: str = "plain"
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -154,8 +166,24 @@ class Case:
             raise CaseError("second_call inputs must match the first call's inputs in number and rank")
         if self.frozen_weights and self.device != "cpu":
             raise CaseError("frozen_weights (the CPP GEMM path) is a CPU-only case")
+        self._check_weight_form()
         if list(self.config) != sorted(self.config):
             raise CaseError("config entries must be sorted by key (use Case.make)")
+
+    def _check_weight_form(self) -> None:
+        if self.weight_form not in WEIGHT_FORMS:
+            raise CaseError(f"unknown weight form {self.weight_form!r}; known: {', '.join(WEIGHT_FORMS)}")
+        if self.weight_form != "plain" and not self.frozen_weights:
+            raise CaseError(f"weight form {self.weight_form!r} needs frozen_weights")
+        if self.weight_form == "fused" and self.op not in FLOAT_PRODUCT_OPS:
+            raise CaseError(f"a fused weight is a float product's operand, not {self.op}'s")
+        int8 = self.weight_form in INT8_FORMS
+        if int8 and (self.op, self.spelling) != ("mm", "call"):
+            raise CaseError("an int8 weight form is an mm spelled as the woq pattern (spelling 'call')")
+        if int8 and (self.inputs[1].dtype != "int8" or self.inputs[0].dtype not in ("float32", "float16", "bfloat16")
+                     or set(self.consumers) & set(WEIGHT_READING_STEPS)):
+            raise CaseError("an int8 weight form has an int8 weight, float activations and no step that reads "
+                            "the weight as (K, N)")
 
     @classmethod
     def make(cls, *, config: Mapping[str, Any], params: Mapping[str, float] | None = None, **kw: Any) -> Case:
@@ -190,6 +218,7 @@ class Case:
             "shared_storage": list(self.shared_storage),
             "spelling": self.spelling,
             "warm_cache": self.warm_cache,
+            "weight_form": self.weight_form,
         }
 
     def dumps(self) -> str:
@@ -219,7 +248,8 @@ class Case:
                             second_call=tuple(TensorSpec.from_json(t) for t in data["second_call"]),
                             every_choice=bool(data["every_choice"]),
                             shared_storage=tuple(int(i) for i in data["shared_storage"]),
-                            spelling=str(data["spelling"]), warm_cache=bool(data["warm_cache"]))
+                            spelling=str(data["spelling"]), warm_cache=bool(data["warm_cache"]),
+                            weight_form=str(data["weight_form"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -237,7 +267,7 @@ _DEFAULTS: dict[str, Any] = {
     "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False,
     "reduced_precision": False, "dynamic": False,
     "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
-    "shared_storage": [], "spelling": "call", "warm_cache": False}
+    "shared_storage": [], "spelling": "call", "warm_cache": False, "weight_form": "plain"}
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 

@@ -3,11 +3,23 @@ configs, valid on the device. The public surface is `cases()`."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from oracles.templates import cpp_eligible, triton_eligible
 from strategies.backends import config_backends, join_backends
-from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, SPELLINGS, Case, TensorSpec, contiguous_strides
+from strategies.case import (
+    CONSUMERS,
+    FLOAT_PRODUCT_OPS,
+    INT8_FORMS,
+    SPELLINGS,
+    WEIGHT_FORMS,
+    WEIGHT_READING_STEPS,
+    Case,
+    TensorSpec,
+    contiguous_strides,
+)
 from strategies.choices import rarely
 from strategies.configs import autotune_configs
 from strategies.layouts import STRIDE_KINDS, strided
@@ -242,6 +254,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
     spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
     warm = draw(rarely(4))  # the user's FX graph cache: inductor bypasses it for frozen graphs
+    form = draw(st.sampled_from(("plain", *WEIGHT_FORMS)))  # a frozen weight's form: plain in a third, shrinks to it
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"
@@ -263,14 +276,19 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))
+    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze
+    form = _weight_form(form, op, frozen)
+    if form in INT8_FORMS:  # the woq pattern's spelling; the steps that read x1 as a float (K, N) go
+        spelling, consumers = "call", tuple(c for c in consumers if c not in WEIGHT_READING_STEPS)
     kinds: tuple[str, ...] = STRIDE_KINDS if "mutate_input" not in consumers \
         else ("contiguous", "transposed", "padded", "offset")
     if on_cuda_int or op == "scaled_mm":  # cuBLASLt: row-major, 16-byte aligned
         kinds = ("contiguous",)
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
+    if form in INT8_FORMS:
+        inputs[1] = dataclasses.replace(inputs[1], dtype="int8")
     if spelling != "call":  # `a @ b + bias`, F.linear: no scalars
         params = dict.fromkeys(params, 1.0)
-    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze
     dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
                                            frozen, multiple, min_m))
     shared: tuple[int, ...] = ()
@@ -279,7 +297,10 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if share and op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))
     half = dtype in ("float16", "bfloat16") and op != "mm_out_dtype"
-    config = _servable(draw(autotune_configs(device, frozen)), op, device, frozen, inputs)
+    config = draw(autotune_configs(device, frozen))
+    if second:  # the recompile retraces the module, whose discarded parameters inductor refuses (by design)
+        config.pop("freezing_discard_parameters", None)
+    config = _servable(config, op, device, frozen, inputs)
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),
@@ -287,7 +308,15 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         reduced_precision=device == "cuda" and half and reduce,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
         every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm and not frozen,
+        weight_form=form,
     )
+
+
+def _weight_form(drawn: str, op: str, frozen: bool) -> str:
+    """The drawn weight form where it applies (int8: an mm; fused: a float product), else plain."""
+    if not frozen or (drawn in INT8_FORMS and op != "mm") or (drawn == "fused" and op not in FLOAT_PRODUCT_OPS):
+        return "plain"
+    return drawn
 
 
 def stride_kind(t: TensorSpec) -> str:
@@ -320,6 +349,7 @@ def case_features(case: Case) -> set[str]:
             for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape, strict=False) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
+    out |= {f"weight_form:{case.weight_form}"} if case.weight_form != "plain" else set()
     out |= {"warm_cache"} if case.warm_cache else set()
     if case.dynamic or case.mark_dynamic or case.second_call:
         out |= {f"dynamic-op:{case.op}"} | ({"frozen-dynamic"} if case.frozen_weights else set())

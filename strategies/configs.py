@@ -40,6 +40,7 @@ CPU_KNOBS = {
     "post_grad_fusion_options": st.just({"decompose_mm_pass": {}}),  # mm with M <= 1 into mul + sum
 }
 FROZEN_KNOBS = {
+    "freezing_discard_parameters": st.just(True),  # the eager parameters dropped after freezing
     "cpp.weight_prepack": st.just(False),  # no packed linears, no CPP GEMM template
     "cpp.enable_concat_linear": st.just(True),
     "cpp.enable_grouped_gemm_template": st.just(True),

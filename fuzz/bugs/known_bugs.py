@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from fuzz.bugs.entry import ATEN, EAGER_AGREED, TEMPLATE, WRONG_VALUES, KnownBug, nan_where_finite
 from fuzz.bugs.known_cpu_bugs import CPU_INDUCTOR_BUGS
+from fuzz.bugs.known_weight_bugs import WEIGHT_FORM_BUGS
 from fuzz.bugs.regions import (
     TRITON_BLOCK_K_128,
     bf16_batched_odd_k_nonfinite,
@@ -189,6 +190,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         devices=("cpu",),
     ),
     *CPU_INDUCTOR_BUGS,
+    *WEIGHT_FORM_BUGS,
 )
 
 

@@ -11,6 +11,7 @@ from fuzz.bugs.regions import (
     calls,
     cpu_cpp_batched,
     frozen_cpp,
+    frozen_half_product,
     frozen_linear,
     half_row_product_twice,
     span,
@@ -92,12 +93,14 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash",),
         signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
         messages=(r"could not create a primitive descriptor",),
-        applies=lambda c: 0 in c.inputs[1].shape and (frozen_linear(c, HALF) or (frozen_linear(c, ("float32",))
-                                                      and bool(c.dynamic or c.mark_dynamic or c.second_call))),
+        applies=lambda c: (frozen_half_product(c) and any(0 in w.shape for w in c.inputs[1::2])) or (
+            0 in c.inputs[1].shape and frozen_linear(c, ("float32",)) and bool(c.dynamic or c.mark_dynamic
+                                                                               or c.second_call)),
         untrigger=unfrozen,
         tracking="repros/freezing_half_linear_empty_weight_onednn.py (not yet filed upstream): freezing packs a "
                  "bf16/fp16 weight (or, with M dynamic, a float32 one) with K == 0 or N == 0 for oneDNN's inner "
-                 "product, which cannot build it (hosts with oneDNN bf16/fp16; float32 with dynamic M on any)",
+                 "product, which cannot build it (hosts with oneDNN bf16/fp16, either linear of an mm_plus_mm "
+                 "too; float32 with dynamic M on any)",
         torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),
@@ -172,14 +175,14 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash", "numerics", "template_presence"),
         signatures=CPP_COMPILE_ERROR,
         messages=(r"ks\d+. was not declared", r"failed to (compile|run)"),
-        applies=lambda c: (cpu_cpp_batched(c) and c.op == "bmm" and not c.dynamic and len(c.inputs[0].shape) == 3
+        applies=lambda c: (cpu_cpp_batched(c) and c.op == "bmm" and len(c.inputs[0].shape) == 3
                            and c.inputs[0].shape[0] == 1 and c.inputs[0].stride[0] != span(c.inputs[0])
-                           and any(i == 0 for i, _ in c.mark_dynamic)),
+                           and (c.dynamic or any(i == 0 for i, _ in c.mark_dynamic))),
         untrigger=lambda c: with_input(c, 0,
                                        lambda t: TensorSpec(t.shape, (span(t), *t.stride[1:]), t.offset, t.dtype)),
         tracking="repros/cpp_bmm_dynamic_batch_stride_compile_error.py (not yet filed upstream; the same cause, "
-                 "found by a CPU campaign): x has one batch whose stride is not the dense one and a marked-dynamic "
-                 "dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
+                 "found by a CPU campaign): x has one batch whose stride is not the dense one and a dynamic "
+                 "(dynamic=True or marked) dim, so its batch stride is symbolic; the CPP kernel uses it undeclared",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),
@@ -200,8 +203,8 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         name="cpp-gemm-frozen-weight-storage-offset",
         oracles=("numerics",),
         # any choice's single-choice compile: the program's other selections (a cat's mm) still pick CPP
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm):\w+(@.+)?",),
-        applies=lambda c: frozen_cpp(c) and c.inputs[1].offset != 0,
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
+        applies=lambda c: frozen_cpp(c) and c.inputs[1].offset != 0,  # mm_plus_mm: x0 @ x1 is the linear
         untrigger=weight_at_offset_zero,
         tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "
                  "related: https://github.com/pytorch/pytorch/pull/159233): the CPP GEMM template reads a "

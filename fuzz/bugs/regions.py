@@ -11,7 +11,7 @@ from typing import Any
 
 from fuzz.bugs.entry import BATCHED_OPS, HALF
 from strategies.backends import config_backends, join_backends
-from strategies.case import Case, TensorSpec, contiguous_strides
+from strategies.case import INT8_FORMS, Case, TensorSpec, contiguous_strides
 
 
 def backends(case: Case) -> list[str]:
@@ -37,9 +37,13 @@ def replace(case: Case, **changes: Any) -> Case:
 
 def unfrozen(case: Case) -> Case:
     """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
-    template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing)."""
+    template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing);
+    the weight is plain (an int8 weight in the activations' dtype)."""
     kept = backends(case)
-    return replace(case, frozen_weights=False,
+    dtype = case.inputs[0].dtype
+    plain = with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, t.offset, dtype)) \
+        if case.weight_form in INT8_FORMS else case
+    return replace(plain, frozen_weights=False, weight_form="plain",
                    config={**case.config_dict, "max_autotune_gemm_backends": join_backends(["ATEN", *kept])})
 
 
@@ -116,6 +120,13 @@ def in_float32(case: Case) -> Case:
 def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
     return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm")
             and case.inputs[0].dtype in dtypes)
+
+
+def frozen_half_product(case: Case) -> bool:
+    """A frozen fp16/bf16 linear on the CPU: an mm or addmm, or either product of an mm_plus_mm
+    (its weights: inputs[1::2], x1 and x3; an addmm's is x1 alone)."""
+    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm", "mm_plus_mm")
+            and case.inputs[0].dtype in HALF)
 
 
 def _short_leading_dimension(t: TensorSpec) -> bool:

@@ -15,16 +15,18 @@ import torch
 from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, RAISES, STRIDES, VALUE_CHECKS, Form, check_kind
 from fuzz.run import programs
 from fuzz.run.values import (
+    SCALE_EIGHTHS,
     exact_int_range,
     int8_range,
     large_scale,
     mixed_exponents,
+    scale_shape,
     storage_groups,
     storage_seed,
     storage_values,
     tiny_scale,
 )
-from strategies.case import Case, TensorSpec, contiguous_strides
+from strategies.case import INT8_FORMS, Case, TensorSpec, contiguous_strides
 
 
 def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
@@ -243,7 +245,9 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     if kind != RAISES:
         lines += ["", *(ln.format(ref=ref, mag="magnitude" if signed else ref, dtype=programs.op_dtype(case))
                         for ln in _CHECKS[kind]), ""]
-    if form.frozen:
+    if form.frozen and case.weight_form != "plain":
+        lines += ["", *_held_model(case)]
+    elif form.frozen:
         n = len(case.inputs)
         weights = ", ".join(f"x{i}" for i in range(1, n))
         lines += ["", "class Model(torch.nn.Module):  # the weights are frozen (constant) parameters",
@@ -268,6 +272,39 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     return "\n".join(lines) + "\n"
 
 
+def _held_model(case: Case) -> list[str]:
+    """The Model of a weight form: an int8 buffer (N, K) and its scale, or a fused parameter whose
+    middle third is the weight (fuzz.run.programs.held_weights: NaN in the other thirds)."""
+    n = len(case.inputs)
+    rest = [f"        self.x{i} = torch.nn.Parameter(x{i}, requires_grad=False)" for i in range(2, n)]
+    if case.weight_form in INT8_FORMS:
+        gen = f"torch.Generator().manual_seed({storage_seed(case, n)})"
+        scale = (f"torch.randint({-2 * SCALE_EIGHTHS}, {2 * SCALE_EIGHTHS + 1}, {scale_shape(case)}, generator={gen}, "
+                 f"dtype=torch.float64) / {SCALE_EIGHTHS}")
+        return ["class Model(torch.nn.Module):  # weight-only int8: the weight (out, in) and its scale, frozen buffers",
+                "    def __init__(self, x1):", "        super().__init__()",
+                '        self.register_buffer("x1", x1.t())',
+                f'        self.register_buffer("x2", ({scale}).to(torch.{case.inputs[0].dtype}))', "",
+                "    def forward(self, x0):", "        return program(x0, self.x1, self.x2)", ""]
+    args = ", ".join(_fused_args(case, "self"))
+    return ["class Model(torch.nn.Module):  # x1 is the middle third of a fused (qkv-style) frozen parameter",
+            f"    def __init__(self, {', '.join(f'x{i}' for i in range(1, n))}):", "        super().__init__()",
+            "        pad = torch.full_like(x1, torch.nan)",
+            "        self.fused = torch.nn.Parameter(torch.cat([pad, x1, pad], dim=-1), requires_grad=False)",
+            *rest, "", "    def forward(self, x0):", f"        return program(x0, {args})", ""]
+
+
+def _held_args(case: Case) -> str:
+    """The program's weight arguments, read from the module `model` (a weight form)."""
+    return "[model.x1, model.x2]" if case.weight_form in INT8_FORMS else f"[{', '.join(_fused_args(case, 'model'))}]"
+
+
+def _fused_args(case: Case, owner: str) -> list[str]:
+    """The weights `owner` passes the program: the fused parameter's middle third (x1), then x2.."""
+    n = case.inputs[1].shape[-1]
+    return [f"{owner}.fused[..., {n}:{2 * n}]", *(f"{owner}.x{i}" for i in range(2, len(case.inputs)))]
+
+
 def _second_x0_only(case: Case, form: Form) -> bool:
     """Whether the second call is written inline as a new x0: frozen weights stay in the module
     (the case's second call keeps them), and x0 may be passed to the check too: nothing mutates it."""
@@ -281,6 +318,8 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
     target = "Model(*weights)" if form.frozen else "program"
     options = "".join([f', mode="{form.mode}"' if form.mode else "", ", dynamic=True" if case.dynamic else ""])
     lines = ["weights = make_inputs()[1:]"] if form.frozen else []
+    if form.frozen and case.weight_form != "plain":  # the program's weight arguments, as the module holds them
+        target, lines = "model", ["model = Model(*make_inputs()[1:])", f"weights = {_held_args(case)}"]
     lines.append(f"compiled = {target}  # eager: no compile" if form.eager else
                  f"compiled = torch.compile({target}{options})")
     patch = {**dict(form.patch), **({"freezing": True} if form.frozen else {})}

@@ -18,9 +18,9 @@ from typing import Any, cast
 import torch
 
 from fuzz.run.steps import CONSUMERS
-from fuzz.run.tracking import Reference, Tracked, scalar_representable
+from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
-from strategies.case import Case
+from strategies.case import INT8_FORMS, Case
 
 Tensor = torch.Tensor
 
@@ -73,6 +73,9 @@ SPELLED = {
 }
 """The op as users also write it (Case.spelling; "call" is OpSpec.code): the same float64
 semantics, and for `a @ b + bias` the rounding of each term that _op_result already allows."""
+WOQ = "({0} @ {1}.t().to({0}.dtype)) * {2}"
+"""An int8 weight form's mm: {1} the int8 weight held (N, K), {2} its scale (inductor 2.13's woq
+pattern 4; `F.linear(x, w.to(x.dtype)) * scale` matches only with 3-d activations)."""
 
 
 def op_dtype(case: Case) -> str:
@@ -106,6 +109,8 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
         name, call = "reference", reference_code(op)
     else:
         name, call = "program", SPELLED.get((case.op, case.spelling), op.code)
+    if case.weight_form in INT8_FORMS:  # on float64 inputs held as the module holds them, its own reference
+        names, call = [*names, f"x{len(names)}"], WOQ
     lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
@@ -124,22 +129,29 @@ def compile_source(code: str) -> Callable[..., tuple[Tensor, ...]]:
 
 
 def run(case: Case, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
-    """The case's program, eagerly."""
-    return compile_source(source(case))(*tensors)
+    """The case's program, eagerly, on the arguments the module would pass it."""
+    first, weights = split_inputs(case, tensors)
+    return compile_source(source(case))(*first, *weight_args(case, held_weights(case, weights)))
 
 
 class Program(torch.nn.Module):
-    """The case's program as a module; with frozen weights, inputs[1:] are its parameters."""
+    """The case's program as a module; with frozen weights, it holds inputs[1:] (held_weights) as
+    parameters (an int8 weight and its scale as buffers, as quantized models keep them)."""
 
     def __init__(self, case: Case, weights: Sequence[Tensor] = ()) -> None:
         super().__init__()
+        self.case = case
         self.program = compile_source(source(case))
-        self.n_weights = len(weights)
-        for i, w in enumerate(weights):  # plain attributes: torch 2.11's dynamo cannot unpack a ParameterList
-            self.register_parameter(f"w{i}", torch.nn.Parameter(w, requires_grad=False))
+        held = held_weights(case, weights)
+        self.n_weights = len(held)
+        for i, w in enumerate(held):  # plain attributes: torch 2.11's dynamo cannot unpack a ParameterList
+            if case.weight_form in INT8_FORMS:
+                self.register_buffer(f"w{i}", w)
+            else:
+                self.register_parameter(f"w{i}", torch.nn.Parameter(w, requires_grad=False))
 
     def forward(self, *inputs: Tensor) -> Any:
-        return self.program(*inputs, *[getattr(self, f"w{i}") for i in range(self.n_weights)])
+        return self.program(*inputs, *weight_args(self.case, [getattr(self, f"w{i}") for i in range(self.n_weights)]))
 
 
 def split_inputs(case: Case, tensors: Sequence[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -147,6 +159,27 @@ def split_inputs(case: Case, tensors: Sequence[Tensor]) -> tuple[list[Tensor], l
     if case.frozen_weights:
         return list(tensors[:1]), list(tensors[1:])
     return list(tensors), []
+
+
+def held_weights(case: Case, weights: Sequence[Tensor]) -> list[Tensor]:
+    """What the module holds for the frozen weights (inputs[1:], then an int8 form's scale): the
+    weights; "fused": input 1 as the middle third of a fused weight (NaN in the other thirds, so
+    a kernel reading past its slice is seen); an int8 form: input 1 as (N, K), then the scale."""
+    if case.weight_form == "fused":
+        pad = torch.full_like(weights[0], torch.nan)
+        return [torch.cat([pad, weights[0], pad], dim=-1), *weights[1:]]
+    if case.weight_form in INT8_FORMS:
+        return [weights[0].t(), *weights[1:]]
+    return list(weights)
+
+
+def weight_args(case: Case, held: Sequence[Tensor]) -> list[Tensor]:
+    """The program's weight arguments from what the module holds: a fused weight's slice, as a
+    model's forward takes its share of a fused qkv weight."""
+    if case.weight_form == "fused":
+        n = held[0].shape[-1] // 3
+        return [held[0][..., n:2 * n], *held[1:]]
+    return list(held)
 
 
 @dataclasses.dataclass
@@ -188,6 +221,8 @@ def _op_result(case: Case, ref: Reference) -> Tracked:
     """The op's own result: its terms summed, each product accumulated and every quantity the
     kernel may materialize in the output dtype rounded once."""
     dtype = getattr(torch, op_dtype(case))
+    if case.weight_form in INT8_FORMS:
+        return _scaled_product(ref, dtype)
     parts = []
     for term in OPS[case.op].terms:
         scale = ref.params[term.scalar] if term.scalar else 1.0
@@ -212,6 +247,18 @@ def _op_result(case: Case, ref: Reference) -> Tracked:
         bound = bound + _total(rounding(p.value, dtype) for p in parts)
         exact = exact and all(representable(p.value, dtype) for p in parts)
     return Tracked(value, bound, _total(p.mag for p in parts), dtype, exact)
+
+
+def _scaled_product(ref: Reference, dtype: torch.dtype) -> Tracked:
+    """An int8 weight form's `(x0 @ x1) * x2` (x2 the scale): dequantizing the weight is exact (int8
+    fits every float dtype), the product as a kernel forms it, rounded to `dtype` (eager) or not
+    (a fused woq kernel: covered by the same bound), times the scale, rounded once more. Where the
+    product may have overflowed the dtype, or the scale is zero under an unbounded product, anything."""
+    product, scale = overflowed(ref.product("x0", "x1", dtype)), ref.env["x2"].abs()
+    value = product.value * ref.env["x2"]
+    bound = torch.where(product.bound.isinf(), torch.inf, product.bound * scale) + rounding(value, dtype)
+    mag = torch.where(product.mag.isinf(), torch.inf, product.mag * scale)
+    return Tracked(value, bound, mag, dtype, product.exact and representable(value, dtype))
 
 
 def _total(tensors: Iterable[Tensor]) -> Tensor:

@@ -30,12 +30,20 @@ class Consumer:
     output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
 
 
+LIBM_ROUNDINGS = 4
+"""An activation's own error, in float32 roundings (half ulps), where every dtype computes it: e.g.
+sigmoid = 1 / (1 + exp(-y)): exp within 1 ulp (vectorized, Sleef's u10), the add and the division
+half an ulp each, 2 ulps in all (a 2-minute CPU campaign: eager's sigmoid at 1.9 roundings, K = 1)."""
+
+
 def _lipschitz(slope: float) -> Transfer:
-    """An activation whose derivative is at most `slope` in size: the error scales by it, and the
-    result is rounded once more (a correct kernel may apply it to the unrounded value)."""
+    """An activation whose derivative is at most `slope` in size: the error scales by it, the
+    activation's own float32 error (LIBM_ROUNDINGS) adds, and the result is rounded once more (a
+    correct kernel may apply it to the unrounded value)."""
     def transfer(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
         before = overflowed(before)
-        return Tracked(after.value, slope * before.bound + rounding(after.value, before.dtype),
+        own = LIBM_ROUNDINGS * rounding(after.value, torch.float32)
+        return Tracked(after.value, slope * before.bound + own + rounding(after.value, before.dtype),
                        slope * before.mag, before.dtype, False)
     return transfer
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from fuzz.run.programs import op_dtype
-from strategies.case import Case, TensorSpec
+from strategies.case import INT8_FORMS, Case, TensorSpec
 
 EXACT_BITS = {"float32": 24, "float16": 11, "bfloat16": 8, "int32": 31, "int8": 7,
               "float8_e4m3fn": 4, "float8_e5m2": 3}
@@ -40,13 +40,37 @@ def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[t
     """Each input (of the first call, or `specs`) as `as_strided` over a fresh storage on the
     case's device, filled from the seed; the inputs in `case.shared_storage` are views of one
     storage (the first one's, grown to fit them all). Fresh tensors every call: programs may
-    mutate inputs."""
+    mutate inputs. An int8 weight form's scale (weight_scale) comes last, in the activation's dtype."""
     specs = list(specs or case.inputs)
     storages: dict[int, torch.Tensor] = {}
     for group in storage_groups(case, len(specs)):
         storage = storage_values(case, specs, group)
         storages.update(dict.fromkeys(group, storage.to(getattr(torch, specs[group[0]].dtype)).to(case.device)))
-    return [torch.as_strided(storages[i], spec.shape, spec.stride, spec.offset) for i, spec in enumerate(specs)]
+    views = [torch.as_strided(storages[i], spec.shape, spec.stride, spec.offset) for i, spec in enumerate(specs)]
+    if case.weight_form in INT8_FORMS:
+        views.append(weight_scale(case).to(getattr(torch, specs[0].dtype)).to(case.device))
+    return views
+
+
+SCALE_SHAPES = {"int8": "N", "int8_tensor": "", "int8_single": "1"}
+"""An int8 weight form's scale: per output channel (N,), 0-d, or (1,)."""
+
+
+def scale_shape(case: Case) -> tuple[int, ...]:
+    """The shape of an int8 weight form's scale."""
+    return tuple(case.inputs[1].shape[-1] if c == "N" else 1 for c in SCALE_SHAPES[case.weight_form])
+
+
+def weight_scale(case: Case) -> torch.Tensor:
+    """An int8 weight form's scale, float64: multiples of 1/8 in [-2, 2] (exact in every float dtype;
+    a product of exact integers times it is often exact too, so such cases are judged bit for bit)."""
+    gen = torch.Generator().manual_seed(storage_seed(case, len(case.inputs)))
+    return torch.randint(-2 * SCALE_EIGHTHS, 2 * SCALE_EIGHTHS + 1, scale_shape(case), generator=gen,
+                         dtype=torch.float64) / SCALE_EIGHTHS
+
+
+SCALE_EIGHTHS = 8
+"""An int8 weight form's scale is a multiple of 1 / SCALE_EIGHTHS."""
 
 
 def storage_groups(case: Case, n: int) -> list[list[int]]:
@@ -84,7 +108,9 @@ def storage_values(case: Case, specs: Sequence[TensorSpec], group: list[int]) ->
 
 def _may_be_nonfinite(case: Case, index: int) -> bool:
     """Where NaN/inf have defined effects: not in an operand multiplied by alpha == 0 (BLAS does
-    not read it, a fused kernel may: undefined), nor in scaled_mm's scales."""
+    not read it, a fused kernel may: undefined), nor in scaled_mm's scales or an int8 weight."""
+    if case.inputs[index].dtype == "int8":
+        return False
     if case.op in ("addmm", "baddbmm") and index < 2:
         return case.params_dict.get("alpha", 1.0) != 0.0
     return not (case.op == "scaled_mm" and index >= 2)

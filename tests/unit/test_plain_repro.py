@@ -57,7 +57,7 @@ def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
     """Seeded inputs equal fuzz.run.values' bit for bit, whole storages (NaN outside the views, NaN and
     infinities inside them) included; plain random ones keep every layout and alias."""
     for second in (False, True) if case.second_call else (False,):
-        want = materialize(case, case.second_call if second else None)
+        want = materialize(case, case.second_call if second else None)[:len(case.inputs)]  # an int8 scale: the Model's
         for seeded in (True, False):
             got = _run_make_inputs(case, seeded, second)
             assert [(t.shape, t.stride(), t.storage_offset(), t.dtype) for t in got] == \

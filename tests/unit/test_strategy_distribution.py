@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from strategies.case import CONSUMERS, SPELLINGS, Case
+from strategies.case import CONSUMERS, SPELLINGS, WEIGHT_FORMS, Case
 from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
 from strategies.configs import BACKENDS, device_knobs
 
@@ -41,6 +41,7 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                     | {f"knob:{k}" for k in device_knobs("cpu", frozen=True)}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
                        "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
+                    | {f"weight_form:{f}" for f in WEIGHT_FORMS[1:]}
                     | {f"known-region:{name}"
                        for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
                                     "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",

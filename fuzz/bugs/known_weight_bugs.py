@@ -1,0 +1,90 @@
+"""Known bugs of the frozen-weight forms users hold (strategies.case.WEIGHT_FORMS): the weight-only
+int8 pattern and fused weights; part of the registry (fuzz.bugs.known_bugs.KNOWN_BUGS)."""
+
+from __future__ import annotations
+
+from fuzz.bugs.entry import TEMPLATE, WRONG_VALUES, KnownBug
+from fuzz.bugs.regions import frozen_cpp, replace, with_input
+from fuzz.run.values import scale_shape
+from strategies.case import INT8_FORMS, Case, TensorSpec
+
+
+def woq_matched(case: Case) -> bool:
+    """inductor 2.13's woq pattern rewrites the case to `_weight_int8pack_mm`: an int8 weight form
+    with bfloat16 activations (it checks the dtypes alone)."""
+    return case.weight_form in INT8_FORMS and case.inputs[0].dtype == "bfloat16"
+
+
+def woq_unmatched(case: Case) -> Case:
+    """Untrigger: float16 activations, which the woq pattern leaves to the plain mm path."""
+    return with_input(case, 0, lambda t: TensorSpec(t.shape, t.stride, t.offset, "float16"))
+
+
+def one_scale(case: Case) -> bool:
+    """The woq pattern's scale holds one element (0-d, (1,), or per channel with N == 1)."""
+    return woq_matched(case) and scale_shape(case) in ((), (1,))
+
+
+def integer_parameter_discarded(case: Case) -> bool:
+    """freezing_discard_parameters with an integer weight held as a Parameter (int_mm's int8 weights;
+    the int8 weight forms hold buffers)."""
+    return (case.frozen_weights and bool(case.config_dict.get("freezing_discard_parameters"))
+            and case.weight_form not in INT8_FORMS and any(t.dtype == "int8" for t in case.inputs[1:]))
+
+
+WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="freezing-discard-integer-parameter",
+        oracles=("crash",),
+        signatures=(r"crash:RuntimeError:freezing\.py:invalidate_eager_modules",),
+        messages=(r"only Tensors of floating point dtype can require gradients",),
+        applies=integer_parameter_discarded,
+        untrigger=lambda c: replace(c, config={**c.config_dict, "freezing_discard_parameters": False}),
+        tracking="repros/freezing_discard_integer_parameter_plain.py (not yet filed upstream): "
+                 "freezing_discard_parameters replaces every Parameter by an ErasedTensor and calls "
+                 "requires_grad_(True) on it, which raises for an integer (int8) Parameter",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="woq-int8pack-mm-k-not-16-segfault",
+        oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
+        signatures=(r"killed:SIGSEGV:mm",),
+        applies=lambda c: woq_matched(c) and c.inputs[0].shape[-1] % 16 != 0,
+        untrigger=woq_unmatched,
+        tracking="repros/woq_int8pack_mm_k_segfault_plain.py (not yet filed upstream): ATen's CPU "
+                 "_weight_int8pack_mm with bfloat16 activations dies (SIGSEGV) when K is not a multiple of 16, "
+                 "eager too; inductor's woq pattern rewrites `(x @ w.t().to(x.dtype)) * scale` to it for any K",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="woq-int8-one-element-scale-crash",
+        oracles=("crash",),
+        signatures=(r"crash:AssertionError:ir\.py:unwrap_storage_for_input",
+                    r"crash:AssertionError:codegen/cpp_template\.py:generate"),
+        messages=(r"<class 'torch\._inductor\.ir\.(Constant|Pointwise)'>", r"_frozen_param\d+', 'buf\w+', "),
+        applies=one_scale,
+        untrigger=woq_unmatched,
+        tracking="repros/woq_int8_scalar_scale_crash_plain.py (not yet filed upstream): the woq pattern "
+                 "checks only the scale's dtype: a 0-d or (1,) scale (or N == 1) reaches _weight_int8pack_mm's "
+                 "lowering as a broadcast constant, and the extern kernel (ir.Constant/Pointwise) or the CPP "
+                 "template's epilogue (kernel call buffers) assert",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="cpp-gemm-frozen-sliced-weight",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
+        applies=lambda c: frozen_cpp(c) and c.weight_form == "fused",
+        untrigger=lambda c: replace(c, weight_form="plain"),
+        tracking="repros/cpp_gemm_frozen_sliced_weight_plain.py (not yet filed upstream): the CPP GEMM "
+                 "template on a frozen weight that is a column slice of a parameter (`W[:, n:2 * n]`, a fused "
+                 "qkv weight) reads it with the slice's width as its row stride: wrong values (NaN where the "
+                 "other columns hold NaN); float32 and float16 (bfloat16 goes to mkldnn's packed linear)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+        lives_in=TEMPLATE,
+    ),
+)
