@@ -10,7 +10,8 @@ kernel:
   exceed lambda * u32 * sqrt(sum t_j^2) with probability below 2 exp(-lambda^2 / 2) (Azuma;
   2e-14 for lambda = 8); `spread` is sum t_j^2 for the natural order (for same-sign products the
   largest of any order, for random signs the same in distribution) and `mag` adds a floor for
-  orders whose partial sums happen to be larger, and for the products' own rounding;
+  orders whose partial sums happen to be larger, and for the products' own rounding; it may flush
+  subnormal products and partial sums to zero: 2 K times float32's smallest normal (`FLUSHED`);
 - on NVIDIA tensor cores (fp16/bf16/fp8 operands, TF32) the accumulator truncates what it adds,
   a bias that grows with every partial sum: `u32 * sum |s_k| / 2` (twice the worst measured on an
   H200: same-sign fp16 data, K = 8192, `python -m fuzz.tools.tightness --stress`); fp8 tensor cores keep
@@ -37,6 +38,10 @@ UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24, torch.float16
 ACCUMULATE_U = 2.0**-24  # every correct kernel accumulates in float32 (or wider)
 FP8_ACCUMULATE_U = 2.0**-14  # fp8 tensor cores: about 14 bits kept while accumulating
 ACCUMULATION_LAMBDA = 8.0
+FLUSHED = torch.finfo(torch.float32).smallest_normal
+"""What a float32 accumulator that flushes subnormals to zero (FTZ: GPU kernels, oneDNN) may lose on
+each product and each partial sum: a chained product of "tiny" values lies wholly below it (an H200's
+Triton chain exceeded the bound without it 21x, cuBLAS 4.6x: subnormal products round absolutely)."""
 TF32_TRUNCATION = 2.0**-10  # one unit in the last place of TF32's 10-bit mantissa
 
 
@@ -69,6 +74,7 @@ class Prefixes:
 
     spread: Tensor
     drift: Tensor
+    terms: int = 0  # how many products each sum adds up
 
 
 def accumulation(mag: Tensor, prefixes: Prefixes, out_dtype: torch.dtype, model: KernelModel) -> Tensor:
@@ -77,7 +83,7 @@ def accumulation(mag: Tensor, prefixes: Prefixes, out_dtype: torch.dtype, model:
     if not out_dtype.is_floating_point:
         return torch.zeros_like(mag)
     unit = FP8_ACCUMULATE_U if model.fp8 else ACCUMULATE_U
-    bound = ACCUMULATION_LAMBDA * unit * (prefixes.spread + mag)
+    bound = ACCUMULATION_LAMBDA * unit * (prefixes.spread + mag) + 2 * prefixes.terms * FLUSHED
     if model.tensor_cores:
         bound = bound + unit * prefixes.drift / 2
     if model.tf32:
@@ -108,14 +114,14 @@ def prefixes(a: Tensor, b: Tensor) -> Prefixes:
         del sums
     if not spread:
         empty = torch.zeros(a.shape[:-2] + a.shape[-1:], dtype=a.dtype, device=a.device)
-        return Prefixes(empty, empty)
-    return Prefixes(torch.cat(spread, -2), torch.cat(drift, -2))
+        return Prefixes(empty, empty, a.shape[-2])
+    return Prefixes(torch.cat(spread, -2), torch.cat(drift, -2), a.shape[-2])
 
 
 def row_prefixes(values: Tensor) -> Prefixes:
     """The prefix sums of a sum over the last dim of `values`."""
     sums = values.cumsum(-1)
-    return Prefixes(sums.square().sum(-1).sqrt(), sums.abs().sum(-1))
+    return Prefixes(sums.square().sum(-1).sqrt(), sums.abs().sum(-1), values.shape[-1])
 
 
 def rounding(quantity: Tensor, dtype: torch.dtype) -> Tensor:

@@ -39,19 +39,19 @@ def unfrozen(case: Case) -> Case:
     """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
     template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing);
     the weight is plain (an int8 weight in the activations' dtype)."""
-    kept = backends(case)
     dtype = case.inputs[0].dtype
-    plain = with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, t.offset, dtype)) \
-        if case.weight_form in INT8_FORMS else case
-    return replace(plain, frozen_weights=False, weight_form="plain",
-                   config={**case.config_dict, "max_autotune_gemm_backends": join_backends(["ATEN", *kept])})
+    weight = (lambda t: TensorSpec(t.shape, t.stride, t.offset, dtype)) if case.weight_form in INT8_FORMS else None
+    return with_input(case, 1, weight or (lambda t: t), frozen_weights=False, weight_form="plain",
+                      config={**case.config_dict,
+                              "max_autotune_gemm_backends": join_backends(["ATEN", *backends(case)])})
 
 
-def with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec]) -> Case:
-    """The case with input `index` changed, in the first call and (if any) the second."""
+def with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec], **changes: Any) -> Case:
+    """The case with input `index` changed, in the first call and (if any) the second (and the
+    fields `changes` names, in the same step: a Case is validated whole)."""
     def apply(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
         return tuple(change(t) if i == index else t for i, t in enumerate(specs))
-    return replace(case, inputs=apply(case.inputs), second_call=apply(case.second_call))
+    return replace(case, inputs=apply(case.inputs), second_call=apply(case.second_call), **changes)
 
 
 def calls(case: Case) -> list[tuple[TensorSpec, ...]]:

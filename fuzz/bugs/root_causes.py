@@ -55,10 +55,26 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
     RootCause("cpp-gemm-frozen-weight-offset",
               "[inductor][cpu] CPP GEMM template reads a frozen weight from the start of its storage, ignoring "
               "its storage offset (wrong results)",
-              ("cpp-gemm-frozen-weight-storage-offset",),
+              ("cpp-gemm-frozen-weight-storage-offset", "cpp-gemm-frozen-sliced-weight"),  # a slice: an offset view
               "torch/_inductor/codegen/cpp_gemm_template.py, the constant-weight path (normalize_shapes re-views "
               "W with the view's size, stride and offset before blocking it); pytorch#159233, in 2.13, fixed the "
               "offset of non-constant weights only (_maybe_remove_storage_offset)"),
+    RootCause("woq-int8-pattern-unchecked",
+              "[inductor][cpu] the weight-only int8 pattern rewrites `(x @ w.t().to(x.dtype)) * scale` to "
+              "_weight_int8pack_mm without checking the scale's shape or the weight's layout",
+              ("woq-int8-one-element-scale-crash", "woq-int8-noncontiguous-weight-crash"),
+              "torch/_inductor/fx_passes/quantization.py: `_is_valid_woq_optimization_pattern` checks dtypes only, "
+              "and the woq lowering passes the frozen weight and scale as they are"),
+    RootCause("aten-weight-int8pack-mm-k-segfault",
+              "[aten][cpu] _weight_int8pack_mm with bfloat16 activations dies (SIGSEGV) when K is not a multiple "
+              "of 16",
+              ("woq-int8pack-mm-k-not-16-segfault",),
+              "aten/src/ATen/native/cpu/int8mm_kernel.cpp (eager too); inductor's woq pattern reaches it for any K"),
+    RootCause("freezing-discard-integer-parameter",
+              "[inductor][cpu] freezing_discard_parameters raises for an integer Parameter",
+              ("freezing-discard-integer-parameter",),
+              "torch/_inductor/freezing.py: invalidate_eager_modules calls requires_grad_(True) on the erased copy "
+              "of every Parameter"),
     RootCause("cpp-bmm-epilogue-input-mutation",
               "[inductor][cpu] CPP BMM template with a pointwise epilogue, then an in-place mutation of the bmm "
               "input: AssertionError in ir.py",

@@ -31,8 +31,8 @@ def selected_ops(case: Case) -> tuple[list[str], set[str]]:
 
 def test_the_woq_pattern_fires_on_the_drawn_spelling_and_passes_on_real_inductor() -> None:
     assert selected_ops(int8_linear()) == (["_weight_int8pack_mm"], set())
-    ops, found = selected_ops(int8_linear("float16"))
-    assert set(ops) == {"mm"} and found == set(), "2.13's pattern needs bfloat16 activations"
+    ops, found = selected_ops(int8_linear("float16"))  # the plain path: mm (2.13) or mkldnn's linear (2.11)
+    assert ops and "_weight_int8pack_mm" not in ops and found == set(), "the pattern needs bfloat16 activations"
 
 
 def test_an_int8pack_mm_that_drops_the_last_columns_scale_is_a_wrong_value(monkeypatch: pytest.MonkeyPatch) -> None:
