@@ -189,6 +189,20 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.13",),
         devices=("cpu",),
     ),
+    KnownBug(
+        name="addmm-frozen-scalar-bias-m0-assert",
+        oracles=("crash",),
+        signatures=(r"crash:AssertionError:ir\.py:unwrap_storage_for_input",),
+        messages=(r"ir\.Constant",),
+        applies=lambda c: (c.op == "addmm" and c.frozen_weights and c.inputs[2].shape == ()
+                           and any(a.shape[0] == 0 for a, *_ in calls(c))),
+        untrigger=scalar_to_vector_bias,
+        tracking="repros/addmm_frozen_scalar_bias_m0_assert_plain.py (not yet filed upstream; seen on torch 2.11 "
+                 "only, 2.13 computes it): a frozen addmm with a 0-d bias and M == 0 takes tuned_addmm's empty "
+                 "path, which passes the unexpanded constant bias to aten_addmm (AssertionError: ir.Constant)",
+        torch_versions=("2.11",),
+        devices=("cpu",),
+    ),
     *CPU_INDUCTOR_BUGS,
     *WEIGHT_FORM_BUGS,
 )

@@ -81,9 +81,11 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               ("cpp-bmm-epilogue-input-mutation-crash",),
               "epilogue fusion into the CPP BMM template (torch/_inductor/codegen/cpp_bmm_template.py)"),
     RootCause("addmm-scalar-bias",
-              "[inductor] max-autotune addmm with a 0-d bias: IndexError in tuned_addmm",
-              ("addmm-scalar-bias-indexerror",),
-              "torch/_inductor/kernel/mm.py: tuned_addmm reads inp.get_stride()[0] before checking the bias rank"),
+              "[inductor] max-autotune addmm with a 0-d bias: IndexError in tuned_addmm (2.13), an assertion on "
+              "the frozen constant bias with M == 0 (2.11)",
+              ("addmm-scalar-bias-indexerror", "addmm-frozen-scalar-bias-m0-assert"),
+              "torch/_inductor/kernel/mm.py: tuned_addmm reads inp.get_stride()[0] before checking the bias rank, "
+              "and (2.11) its empty-problem path passes the unexpanded 0-d bias to aten_addmm"),
     RootCause("aten-int-mm-short-leading-dim",
               "torch._int_mm on CPU returns garbage when an operand's leading dimension is shorter than it needs",
               ("aten-int-mm-expanded-operand", "aten-int-mm-expanded-operand-dense-other"),
