@@ -190,6 +190,23 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         devices=("cpu",),
     ),
     KnownBug(
+        name="addmm-cpu-decomposition-zero-scalar-nonfinite",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),  # any value mode's judging: NaN is the fingerprint
+        applies=lambda c: (c.device == "cpu" and c.op == "addmm"
+                           and 0.0 in (c.params_dict.get("alpha"), c.params_dict.get("beta"))
+                           and any(a.shape[0] == 1 and max(b.shape) <= 16 for a, b, *_ in calls(c))),
+        untrigger=lambda c: replace(c, params={k: 1.0 if k in ("alpha", "beta") and v == 0.0 else v
+                                                for k, v in c.params_dict.items()}),
+        tracking="https://github.com/pytorch/pytorch/issues/196596 (fix PR https://github.com/pytorch/pytorch/pull/"
+                 "196600 open; repros/addmm_cpu_decomposition_zero_scalar_nonfinite.py): inductor's CPU addmm "
+                 "decomposition (M == 1, K and N <= 16, any compile mode) computes beta * input with a float "
+                 "beta = 0.0, so NaN in the bias stays where eager drops it",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+        fingerprint=nan_where_finite,
+    ),
+    KnownBug(
         name="addmm-frozen-scalar-bias-m0-assert",
         oracles=("crash",),
         signatures=(r"crash:AssertionError:ir\.py:unwrap_storage_for_input",),

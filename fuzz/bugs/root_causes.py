@@ -109,7 +109,7 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
     RootCause("mm-epilogue-zero-scalar",
               "[inductor][cuda] max-autotune addmm/baddbmm with alpha=0 or beta=0 propagates inf/NaN from the term "
               "eager ignores",
-              ("mm-epilogue-zero-scalar-nonfinite",),
+              ("mm-epilogue-zero-scalar-nonfinite", "addmm-cpu-decomposition-zero-scalar-nonfinite"),
               "torch/_inductor/kernel/mm_common.py: addmm_epilogue multiplies by a zero alpha/beta instead of "
               "dropping the term (the addmm decomposition has the same fault: pytorch#196596, fix PR #196600 open)"),
     RootCause("triton-mm-small-m-block-k-128",
