@@ -26,6 +26,7 @@ from fuzz.bugs.regions import (
     dense_int_mm_operands,
     in_float32,
     int_mm_short_leading_dim,
+    nonzero_scalars,
     replace,
     scalar_to_vector_bias,
     triton_small_m_half_addmm,
@@ -121,8 +122,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         signatures=(rf"{WRONG_VALUES}:(addmm|baddbmm):\w+(@.+)?",),  # any value mode's judging: NaN is the fingerprint
         applies=lambda c: (c.device == "cuda" and c.op in ("addmm", "baddbmm")
                            and 0.0 in (c.params_dict.get("alpha"), c.params_dict.get("beta"))),
-        untrigger=lambda c: replace(c, params={k: 1.0 if k in ("alpha", "beta") and v == 0.0 else v
-                                                for k, v in c.params_dict.items()}),
+        untrigger=nonzero_scalars,
         tracking="repros/mm_epilogue_zero_scalar_nonfinite.py (not yet filed for max-autotune; the same fault in "
                  "inductor's addmm decomposition: https://github.com/pytorch/pytorch/issues/196596): the autotuned "
                  "addmm/baddbmm epilogue computes alpha * (a @ b) + beta * input, so a zero scalar's term still "
@@ -196,8 +196,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         applies=lambda c: (c.device == "cpu" and c.op == "addmm"
                            and 0.0 in (c.params_dict.get("alpha"), c.params_dict.get("beta"))
                            and any(a.shape[0] == 1 and max(b.shape) <= 16 for a, b, *_ in calls(c))),
-        untrigger=lambda c: replace(c, params={k: 1.0 if k in ("alpha", "beta") and v == 0.0 else v
-                                                for k, v in c.params_dict.items()}),
+        untrigger=nonzero_scalars,
         tracking="https://github.com/pytorch/pytorch/issues/196596 (fix PR https://github.com/pytorch/pytorch/pull/"
                  "196600 open; repros/addmm_cpu_decomposition_zero_scalar_nonfinite.py): inductor's CPU addmm "
                  "decomposition (M == 1, K and N <= 16, any compile mode) computes beta * input with a float "

@@ -170,6 +170,12 @@ def static(case: Case) -> Case:
     return replace(case, dynamic=False, mark_dynamic=(), second_call=())
 
 
+def nonzero_scalars(case: Case) -> Case:
+    """Untrigger: every zero alpha or beta of the case set to 1."""
+    return replace(case, params={k: 1.0 if k in ("alpha", "beta") and v == 0.0 else v
+                                 for k, v in case.params_dict.items()})
+
+
 def scalar_to_vector_bias(case: Case) -> Case:
     return with_input(case, 2, lambda t: TensorSpec((1,), (1,), 0, t.dtype))
 
