@@ -1,8 +1,10 @@
-"""Fakes of the campaign engine's parts (a worker, a driver's pipe, a driver) for tests without processes."""
+"""Fakes of the campaign engine's parts (a worker, a driver's pipe, a driver) for tests without processes,
+and whether a process a test started lives on."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fuzz.engine.driver import Driver
@@ -62,3 +64,11 @@ def fake_driver(claimed: tuple[str, ...] = (), db: str = "none") -> Driver:
     driver.deadline = time.time() + 60
     driver.start_stream("cpu", ["mm"])
     return driver
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie waiting to be reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

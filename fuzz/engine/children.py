@@ -133,6 +133,13 @@ def child_connections(read_fd: int, write_fd: int) -> tuple[Connection, Connecti
     return Connection(read_fd, writable=False), Connection(write_fd, readable=False)
 
 
+class Runner(Protocol):
+    """How a command runs to a time limit: `run_bounded`, or a ScriptPool's run (fuzz.engine.script_pool)."""
+
+    def __call__(self, cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,
+                 cancel: threading.Event | None = None, merge_output: bool = False) -> tuple[int | None, str, str]: ...
+
+
 def run_bounded(cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout_s: float,
                 cancel: threading.Event | None = None, merge_output: bool = False) -> tuple[int | None, str, str]:
     """Run `cmd` in a session of its own and return (exit status, stdout, stderr); at `timeout_s`

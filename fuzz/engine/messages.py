@@ -8,6 +8,7 @@ the typed ends of the pipes that carry them (pickled: every process imports this
     worker -> Executor       FromWorker: WorkerReady or StartFailed (first), then CaseVerdict or InvalidCase
     Executor -> zygote       ToZygote:   Fork (followed by the two descriptors it names)
     zygote -> Executor       FromZygote: ZygoteReady or StartFailed (first), then Forked and Exited
+    script pool -> child     RunScript   (fuzz.engine.script_pool: the one message a forked script child gets)
 """
 
 from __future__ import annotations
@@ -207,6 +208,18 @@ class Exited:
 
     pid: int
     code: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RunScript:
+    """Run `argv` as `python ARGV...` would (`module`: as `python -m ARGV...`) in `cwd` with exactly
+    `env`, stdout to `stdout` (stderr went to the Fork's log)."""
+
+    argv: tuple[str, ...]
+    module: bool
+    cwd: str
+    env: dict[str, str]
+    stdout: str
 
 
 ToDriver = DriverConfig | Claimed | Stop

@@ -114,10 +114,10 @@ class ForkedProcess:
 class Zygote:
     """The Executor's side: start the zygote, ask it for workers, collect their exit statuses."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, entry: str = "fuzz.engine.zygote.zygote_main") -> None:
         ours, theirs = socket.socketpair()
         with theirs:
-            self.proc = popen_python("fuzz.engine.zygote.zygote_main", (theirs.fileno(),), env, log_path)
+            self.proc = popen_python(entry, (theirs.fileno(),), env, log_path)
         self.conn = Connection(ours.detach())
         self.requests, self.replies = Sender[ToZygote](self.conn), Receiver[FromZygote](self.conn)
         self.exits: dict[int, int] = {}
@@ -182,13 +182,14 @@ class Zygote:
 
 # --- the zygote side ------------------------------------------------------------------------------
 
-def zygote_main(fd: int) -> None:
-    """Import, say ready (or why not), then fork workers on request and report how each ends."""
+def zygote_main(fd: int, suite: bool = True) -> None:
+    """Import (the suite, or with `suite` False torch only), say ready (or why not), then fork
+    workers on request and report how each ends."""
     conn = Connection(fd)
     requests, replies = Receiver[ToZygote](conn), Sender[FromZygote](conn)
     become_child()
     try:
-        compiler = _preload()
+        compiler = _preload(suite)
         refusal = "importing initialized the CUDA driver" if cuda_driver_initialized() else ""
     except Exception:  # noqa: BLE001 - the Executor starts fresh workers; their start reports real errors
         refusal = traceback.format_exc()
@@ -220,13 +221,21 @@ def zygote_main(fd: int) -> None:
         replies.send(Forked(pid))
 
 
-def _preload() -> bool:
-    """Import the suite (torch, inductor's config and lowering, the oracles) and, where torch found
-    no CUDA driver, the compiler's modules too: on the H200 (torch 2.11) one of them initializes
-    the driver at import, after which no worker could be forked. True if the compiler was loaded."""
-    import fuzz.run.session  # noqa: F401 - imported for its side effect: loaded before the fork
-    import strategies.case  # noqa: F401 - imported for its side effect: loaded before the fork
-    from fuzz.probe.speedups import preload_compiler
+def script_zygote_main(fd: int) -> None:
+    """The zygote of fuzz.engine.script_pool: torch (and its compiler) only, none of the suite, so
+    that a script forked from it starts as in a fresh `python`."""
+    zygote_main(fd, suite=False)
+
+
+def _preload(suite: bool) -> bool:
+    """Import the suite (torch, inductor's config and lowering, the oracles), or torch only, and,
+    where torch found no CUDA driver, the compiler's modules too: on the H200 (torch 2.11) one of
+    them initializes the driver at import, after which no worker could be forked. True if the
+    compiler was loaded."""
+    if suite:
+        import fuzz.run.session  # noqa: F401 - imported for its side effect: loaded before the fork
+        import strategies.case  # noqa: F401 - imported for its side effect: loaded before the fork
+    from fuzz.probe.speedups import preload_compiler  # imports torch
 
     with open("/proc/self/maps") as maps:
         if cuda_driver_path(maps.read()) is not None:

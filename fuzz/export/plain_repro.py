@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from fuzz.engine.children import run_bounded
+from fuzz.engine.children import Runner, run_bounded
 from fuzz.export.plain_form import Form, PlainReproError, check_kind
 from fuzz.export.plain_render import render
 from fuzz.export.plain_search import CUT, Outcome, run_script, search
@@ -38,11 +38,11 @@ def plain_path(vendored: str | os.PathLike[str]) -> Path:
 
 def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, verify: bool = True,
                       timeout_s: float = 600.0, budget_s: float = 600.0,
-                      cancel: threading.Event | None = None) -> dict[str, Any]:
+                      cancel: threading.Event | None = None, runner: Runner = run_bounded) -> dict[str, Any]:
     """Write the plain script for `case` to `path` and what its run printed to `path`.log; with
     `verify`, search the smallest failing form first, within `budget_s` of wall time (a run still
-    going then, or when `cancel` is set, is killed and counts as not run). Returns the record kept
-    in the finding."""
+    going then, or when `cancel` is set, is killed and counts as not run; each run through `runner`).
+    Returns the record kept in the finding."""
     kind = check_kind(violation)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not verify:
@@ -55,7 +55,7 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
             candidate = Path(tmp, f"candidate_{len(os.listdir(tmp))}.py").resolve()
             candidate.write_text(render(case, violation, form), encoding="utf-8")
             left = deadline - time.monotonic()
-            ran = run_script(candidate, min(timeout_s, left), cancel)
+            ran = run_script(candidate, min(timeout_s, left), cancel, runner)
             if ran.status == "hang" and left < timeout_s:
                 return Outcome(CUT, message=f"stopped: the {budget_s:g}s for the search were spent")
             return dataclasses.replace(ran, output=ran.output.replace(str(candidate), path.name))
@@ -97,11 +97,11 @@ def plain_summary(plain: dict[str, Any]) -> str:
     return what + (f" ({how})" if how else "")
 
 
-def write_environment(repro_dir: Path, timeout_s: float = 300.0) -> Path:
+def write_environment(repro_dir: Path, timeout_s: float = 300.0, runner: Runner = run_bounded) -> Path:
     """`python -m torch.utils.collect_env` (versions, OS, CPU model and flags, GPUs) into
     `repro_dir`/environment.txt, for the drafts of the repros verified here (killed at `timeout_s`)."""
-    code, stdout, stderr = run_bounded([sys.executable, "-m", "torch.utils.collect_env"], cwd=os.getcwd(),
-                                       env=os.environ, timeout_s=timeout_s)
+    code, stdout, stderr = runner([sys.executable, "-m", "torch.utils.collect_env"], cwd=os.getcwd(),
+                                  env=os.environ, timeout_s=timeout_s)
     path = Path(repro_dir) / "environment.txt"
     text = stdout if code == 0 else f"collect_env did not finish within {timeout_s:.0f}s\n" if code is None else \
         f"collect_env failed: {stderr.strip()[-500:]}\n"
@@ -111,14 +111,15 @@ def write_environment(repro_dir: Path, timeout_s: float = 300.0) -> Path:
 
 def export_plain(case_json: Mapping[str, Any], violation: Mapping[str, str], vendored: str, root: Path, *,
                  verify: bool, timeout_s: float, environment: Path | None,
-                 budget_s: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any]:
+                 budget_s: float | None = None, cancel: threading.Event | None = None,
+                 runner: Runner = run_bounded) -> dict[str, Any]:
     """The plain repro of an exported finding, written beside its vendored one (its search for
     failing forms ends by `budget_s`, default `timeout_s`, or once `cancel` is set); returns the
     record kept in the finding (paths relative to `root`, the campaign directory), or why there is none."""
     try:
         record = write_plain_repro(Case.from_json(case_json), violation, plain_path(vendored), verify=verify,
                                    timeout_s=timeout_s, budget_s=timeout_s if budget_s is None else budget_s,
-                                   cancel=cancel)
+                                   cancel=cancel, runner=runner)
     except PlainReproError as e:
         return {"unsupported": str(e)}
     if environment is not None:

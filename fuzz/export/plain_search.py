@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from fuzz.engine.children import REPO_ROOT, run_bounded
+from fuzz.engine.children import REPO_ROOT, Runner, run_bounded
+from fuzz.engine.machine import repro_caches
 from fuzz.export import plain_run
 from fuzz.export.plain_form import RAISES, VALUE_CHECKS, Form, check_kind
 from strategies.backends import config_backends
@@ -59,16 +60,17 @@ CUT = "cut"
 """The status of a run stopped by the search's budget, not by its own timeout: no verdict."""
 
 
-def run_script(path: Path, timeout_s: float, cancel: threading.Event | None = None) -> Outcome:
-    """Run a script as `python script.py` would (fresh inductor caches), and say how it ended (at
-    `timeout_s` it is killed, with the processes it started: a hang; once `cancel` is set: CUT)."""
+def run_script(path: Path, timeout_s: float, cancel: threading.Event | None = None,
+               runner: Runner = run_bounded) -> Outcome:
+    """Run a script as `python script.py` would (with the repro checks' code caches:
+    fuzz.engine.machine.repro_caches), through `runner`, and say how it ended (at `timeout_s` it is
+    killed, with the processes it started: a hang; once `cancel` is set: CUT)."""
     path = Path(path).resolve()
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-plain-") as tmp:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
-               "TRITON_CACHE_DIR": f"{tmp}/triton"}
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **repro_caches()}
         result = Path(tmp) / "result.json"
-        code, output, _ = run_bounded([sys.executable, "-m", plain_run.__name__, str(path), str(result)], cwd=tmp,
-                                      env=env, timeout_s=timeout_s, cancel=cancel, merge_output=True)
+        code, output, _ = runner([sys.executable, "-m", plain_run.__name__, str(path), str(result)], cwd=tmp,
+                                 env=env, timeout_s=timeout_s, cancel=cancel, merge_output=True)
         if code is None and cancel is not None and cancel.is_set():
             return Outcome(CUT, message="stopped: the campaign was stopped")
         if code is None:

@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from fuzz.engine.children import REPO_ROOT, run_bounded
-from fuzz.engine.machine import cache_root
+from fuzz.engine.children import REPO_ROOT, Runner, run_bounded
+from fuzz.engine.machine import repro_caches
+from fuzz.engine.script_pool import check_jobs, warm_pool
 from fuzz.export.repro_render import torch_version, write_repro
 from fuzz.export.repro_script import REPRO_BUG
 from fuzz.export.vendoring import SUITE_PACKAGES, ReproError
@@ -47,16 +48,15 @@ class ReproResult:
 
 
 def run_repro(path: str | os.PathLike[str], timeout_s: float = 900.0,
-              cancel: threading.Event | None = None) -> ReproResult:
+              cancel: threading.Event | None = None, runner: Runner = run_bounded) -> ReproResult:
     """Run a repro with plain `python`, outside the repository, as a user would (killed when
-    `cancel` is set: exit_code None, skipped)."""
+    `cancel` is set: exit_code None, skipped), through `runner` (e.g. a ScriptPool's run)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MM_FUZZ_TEST_FAULT")}
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_root() / "repro" / "inductor")
-    env["TRITON_CACHE_DIR"] = str(cache_root() / "repro" / "triton")
+    env.update(repro_caches())
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-repro-") as cwd:
-        code, stdout, stderr = run_bounded([sys.executable, str(Path(path).resolve())], cwd=cwd, env=env,
-                                           timeout_s=timeout_s, cancel=cancel)
+        code, stdout, stderr = runner([sys.executable, str(Path(path).resolve())], cwd=cwd, env=env,
+                                      timeout_s=timeout_s, cancel=cancel)
     seconds = time.monotonic() - began
     if code is None:
         stopped = cancel is not None and cancel.is_set()
@@ -146,42 +146,43 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                                       timeout_s=timeout_s, environment=None)
         if why := skipped():
             return unchecked(f, path, why)
-        result = run_repro(path, min(timeout_s, left()), cancel)
+        result = run_repro(path, min(timeout_s, left()), cancel, runner)
         if result.exit_code is None and (why := skipped()):  # stopped by the checks' limit, not its own timeout
             return unchecked(f, path, f"{why} (stopped after {result.seconds:.0f}s)", result.seconds)
         return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=not skipped(),
                                     timeout_s=timeout_s, budget_s=min(timeout_s, left()), environment=environment,
-                                    cancel=cancel)
+                                    cancel=cancel, runner=runner)
 
-    environment = write_environment(repro_dir, timeout_s=min(300.0, left())) \
-        if verify and len(again) < len(written) and not skipped() else None
-    for i in again:
-        f, path = written[i]
-        before = f.repro or {}  # `again` holds only findings with a repro record
-        results[i] = ReproResult(before["exit_code"], before["verdict"], before["seconds"] or 0.0), before["plain"]
-        emit(f"repro {path}: reproduced before with this torch, code and case (exit 1), not run again")
     queue = [i for i in range(len(written)) if i not in again]
-    if queue:
-        jobs = jobs or max(1, min(4, (os.cpu_count() or 2) // 2))
-        if verify:
-            limit = f", {time_s:g}s in all" if time_s is not None else ""
-            emit(f"checking {len(queue)} repro(s) and their plain-torch forms, new findings first, {jobs} at a time "
-                 f"(each up to {timeout_s:g}s{limit})")
-        with ThreadPoolExecutor(jobs) as pool:
-            futures = {pool.submit(check, *written[i]): i for i in queue}
-            for done, future in enumerate(as_completed(futures), 1):
-                i = futures[future]
-                result, plain = results[i] = future.result()
-                head = f"[{done}/{len(queue)}] repro {written[i][1]}"
-                if result is None:
-                    emit(head)
-                elif result.skipped:
-                    emit(f"{head}: {result.verdict}")
-                    continue
-                else:
-                    as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
-                    emit(f"{head}: exit {result.exit_code} ({as_stated}, {result.seconds:.0f}s): {result.verdict}")
-                emit(f"    plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
+    with warm_pool(verify and bool(queue), emit) as runner:
+        environment = write_environment(repro_dir, timeout_s=min(300.0, left()), runner=runner) \
+            if verify and len(again) < len(written) and not skipped() else None
+        for i in again:
+            f, path = written[i]
+            before = f.repro or {}  # `again` holds only findings with a repro record
+            results[i] = ReproResult(before["exit_code"], before["verdict"], before["seconds"] or 0.0), before["plain"]
+            emit(f"repro {path}: reproduced before with this torch, code and case (exit 1), not run again")
+        if queue:
+            jobs = jobs or check_jobs()
+            if verify:
+                limit = f", {time_s:g}s in all" if time_s is not None else ""
+                emit(f"checking {len(queue)} repro(s) and their plain-torch forms, new findings first, {jobs} at a "
+                     f"time (each up to {timeout_s:g}s{limit})")
+            with ThreadPoolExecutor(jobs) as threads:
+                futures = {threads.submit(check, *written[i]): i for i in queue}
+                for done, future in enumerate(as_completed(futures), 1):
+                    i = futures[future]
+                    result, plain = results[i] = future.result()
+                    head = f"[{done}/{len(queue)}] repro {written[i][1]}"
+                    if result is None:
+                        emit(head)
+                    elif result.skipped:
+                        emit(f"{head}: {result.verdict}")
+                        continue
+                    else:
+                        as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
+                        emit(f"{head}: exit {result.exit_code} ({as_stated}, {result.seconds:.0f}s): {result.verdict}")
+                    emit(f"    plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
     for i, (f, path) in enumerate(written):
         result, plain = results.get(i, (None, {}))
         f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": torch_version(),
