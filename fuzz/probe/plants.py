@@ -133,6 +133,12 @@ def _bmm_lowering_raises(p: _Patches) -> None:
     p.set(InductorChoices, "get_template_configs", broken)
 
 
+def _silent_selection_hook(p: _Patches) -> None:
+    from torch._inductor import select_algorithm
+
+    p.set(select_algorithm, "add_preprocessing_fn", lambda fn: None)
+
+
 def _value(op: str | None = None, kinds: tuple[str, ...] = VALUE_KINDS) -> Callable[[str, Signature], bool]:
     """A wrong value eager does not share, of `op` (any op when None)."""
     return lambda oracle, s: (oracle == "numerics" and s.kind in kinds and not s.eager_agrees
@@ -149,12 +155,14 @@ PLANTS: dict[str, Plant] = {p.name: p for p in (
     Plant("mm-drops-a-k-term", "extern mm leaves out the first term of every dot product",
           _extern(("mm",), _drop_first_term), _value()),
     Plant("mm-transposed-output", "extern mm writes a column-major result into a row-major output",
-          _extern(("mm",), _transposed_out),
-          lambda oracle, s: oracle == "numerics" and s.kind in ("output-strides", "output-stride-order")),
+          _extern(("mm",), _transposed_out),  # wrong strides, and wrong values where a later kernel reads it
+          _value(kinds=(*VALUE_KINDS, "output-strides", "output-stride-order"))),
     Plant("mm-extern-hashed", "the ATen mm choice claims a src_hash (extern choices must have none)",
           _hashed_extern_mm, lambda oracle, s: oracle == "src_hash" and s.kind == "extern-hash"),
     Plant("addmm-beta-zero-bias", "extern addmm multiplies the bias by beta = 0, so NaN in it leaks",
           _extern(("addmm", "bias_addmm"), _literal_addmm), _value("addmm", ("nonfinite",))),
+    Plant("selection-hook-silent", "autotuning's preprocessing hook drops what is registered (no choice recorded)",
+          _silent_selection_hook, lambda oracle, s: oracle == "observed" and s.kind == "unselected"),
     Plant("bmm-lowering-raises", "bmm's lowering raises IndexError while gathering its choices",
           _bmm_lowering_raises, lambda oracle, s: oracle == "crash" and s.subject[:1] == ("IndexError",)),
 )}

@@ -7,7 +7,6 @@ import itertools
 from collections.abc import Callable
 
 import pytest
-from torch._inductor import select_algorithm
 from torch._inductor.choices import InductorChoices
 
 from fuzz.probe.catalogue_cache import template_catalogue
@@ -158,9 +157,10 @@ def test_choices_handler_bypass_is_reported(monkeypatch: pytest.MonkeyPatch) -> 
     assert signatures(case) == {"choices-bypassed:bmm"}
 
 
-def test_selection_hook_that_records_nothing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_selection_hook_that_records_nothing_is_reported(plant: Planter) -> None:
     case = make_case("mm")
-    monkeypatch.setattr(select_algorithm, "add_preprocessing_fn", lambda fn: None)
+    assert signatures(case) == set()
+    assert plant("selection-hook-silent").caused("observed", "unselected:mm")
     assert signatures(case) == {"unselected:mm"}
 
 
