@@ -74,6 +74,14 @@ def _numbers(what: str, minimum: int) -> Any:
     return parse
 
 
+def _names(text: str) -> list[str]:
+    """Comma-separated names, e.g. planted bugs (at least one)."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected NAME[,NAME...], got {text!r}")
+    return names
+
+
 def _known_backends() -> list[str]:
     from strategies.backends import parse_backends
     from strategies.configs import BACKENDS
@@ -195,16 +203,22 @@ def build_parser() -> Parser:
         "worker count, "
         "where the time goes, and a last line `speedup: N.Nx over naive ...`. With --noise: run clean campaigns "
         "with different seeds one after another and print each one's new findings; the last line is `noise: N new "
-        "finding(s) in M campaign(s)`; exit status 1 when there is one, 2 when a campaign did not finish."))
+        "finding(s) in M campaign(s)`; exit status 1 when there is one, 2 when a campaign did not finish. With "
+        "--time-to-find: plant each planted bug in turn and time, per side, the run until its first finding the bug "
+        "causes; the last line is `time to find: suite median Xs (worst Ys), naive median Zs (worst Ws): N.Nx`."))
     bench.add_argument("--budget", type=duration, default=duration("2m"), metavar="DURATION",
                        help="the naive loop's time; the suite sides run its cases, cut at twice that (default 2m); "
-                            "with --noise, each campaign's budget")
+                            "with --noise, each campaign's budget; with --time-to-find, the cap per plant and side")
     bench.add_argument("--workers", type=_numbers("worker counts", 1), default=None, metavar="N[,N...]",
                        help="suite workers per GPU (or on the CPU) to measure, e.g. 1,2,4,8 (default: the campaign's)")
     bench.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     bench.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     bench.add_argument("--noise", action="store_true",
                        help="count the new findings of clean campaigns (`run --no-export`) instead of timing")
+    bench.add_argument("--time-to-find", action="store_true",
+                       help="time how long the naive loop and a campaign take to catch each planted bug")
+    bench.add_argument("--plants", type=_names, default=None, metavar="NAME[,NAME...]",
+                       help="with --time-to-find: the planted bugs (default: all of fuzz/probe/plants.py)")
     bench.add_argument("--campaigns", type=int, default=3, metavar="N",
                        help="with --noise: how many campaigns, seeds 1..N (default 3)")
     bench.add_argument("--seeds", type=_numbers("seeds", 0), default=None, metavar="S[,S...]",
@@ -213,8 +227,8 @@ def build_parser() -> Parser:
                        help="with --noise: run the campaigns at once, the machine's default workers shared among "
                             "them (--workers N: N each)")
     bench.add_argument("--out", type=Path, default=None, metavar="DIR",
-                       help="with --noise: where the campaigns go, DIR/seed-N (default: a new temporary directory, "
-                            "kept)")
+                       help="with --noise: where the campaigns go, DIR/seed-N; with --time-to-find, DIR/PLANT "
+                            "(default: a new temporary directory, kept)")
     return parser
 
 

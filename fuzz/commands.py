@@ -184,8 +184,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _fail("--device cuda: no GPU is visible on this machine")
     if args.noise:
         return _noise(args, device)
+    if args.time_to_find:
+        return _time_to_find(args, device)
     sides = bench(args.budget, args.workers or [default_workers(device)], device, args.seed, _emit)
     print(summary(sides), flush=True)
+    return 0
+
+
+def _time_to_find(args: argparse.Namespace, device: str) -> int:
+    from fuzz.probe.plants import PLANTS, PlantError, plant_named
+    from fuzz.tools.time_to_find import TimeToFindError, table, time_to_find
+
+    try:
+        plants = [plant_named(name) for name in args.plants] if args.plants else list(PLANTS.values())
+    except PlantError as e:
+        _fail(f"--plants: {e}")
+    try:
+        timings = time_to_find(plants, args.budget, args.seed, device, _emit, args.out)
+    except (TimeToFindError, RuntimeError) as e:
+        _fail(str(e))
+    print(table(timings, args.budget), flush=True)
     return 0
 
 

@@ -44,10 +44,12 @@ def worker_main(read_fd: int, write_fd: int) -> None:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the driver asks for this before killing a hang
     coverage = _start_coverage()
     try:
+        from fuzz.probe.plants import apply_from_env
         from fuzz.run.harness import release_device_memory
         from fuzz.run.session import FuzzSession
         from strategies.case import Case, CaseError
 
+        apply_from_env()  # a planted bug, for `fuzz bench --time-to-find` (fuzz.probe.plants.PLANT_ENV)
         session = FuzzSession()
         info = environment()
         _warm_up(session, info["device"])

@@ -32,6 +32,7 @@ from fuzz.engine.children import python_env
 from fuzz.engine.executor import Executor
 from fuzz.engine.machine import usable_cpus, visible_gpu_ids
 from fuzz.engine.worker import serialize_verdict
+from fuzz.probe.plants import PLANT_ENV
 from fuzz.probe.timing import INDUCTOR_PHASES
 from fuzz.tools.utilization import Utilization
 
@@ -55,6 +56,8 @@ class Side:
     utilization: str = ""  # how busy the cores and the GPU were while it ran
     verdicts: dict[int, str] = dataclasses.field(default_factory=dict)  # case index -> verdict_digest
     durations: dict[int, float] = dataclasses.field(default_factory=dict)  # case index -> its seconds
+    found: int | None = None  # with a planted bug: the case that showed a finding it causes (the loop stops there)
+    wall_s: float = 0.0  # the naive loop's process, from its launch to its exit
 
     @property
     def per_minute(self) -> float:
@@ -104,12 +107,13 @@ def workload(device: str, seed: int, n: int) -> list[dict[str, Any]]:
     return drawn
 
 
-def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side:
-    """The baseline, in a fresh process with every inductor cache off."""
+def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str, plant: str = "") -> Side:
+    """The baseline, in a fresh process with every inductor cache off (and the bug `plant` names
+    planted: fuzz.probe.plants)."""
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-naive-") as scratch:
         spec = Path(scratch) / "cases.json"
         spec.write_text(json.dumps({"cases": cases, "budget_s": budget_s}))
-        env = python_env({"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+        env = python_env({PLANT_ENV: plant, "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
                           "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor"),
                           "TRITON_CACHE_DIR": str(Path(scratch) / "triton")})
         gpus = visible_gpu_ids() if device == "cuda" else []
@@ -117,8 +121,10 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         busy = Utilization(gpu).start()  # its few seconds of start-up included
+        launched = time.monotonic()
         proc = subprocess.run([sys.executable, "-c", f"import fuzz.tools.bench as b; b.naive_main({str(spec)!r})"],
                               check=False, env=env, capture_output=True, text=True)
+        wall_s = time.monotonic() - launched
         busy.stop()
         out = Path(str(spec) + ".out")
         if not out.is_file():
@@ -127,18 +133,21 @@ def run_naive(cases: list[dict[str, Any]], budget_s: float, device: str) -> Side
     verdicts = {int(i): v for i, v in data["verdicts"].items()}
     durations = {int(i): s for i, s in data["durations"].items()}
     return Side("naive", data["cases"], data["seconds"], data["startup_s"], data["phases"], busy.summary(), verdicts,
-                durations)
+                durations, data["found"], wall_s)
 
 
 def naive_main(spec_path: str) -> None:
-    """The naive loop itself (run by `run_naive` in its own process)."""
+    """The naive loop itself (run by `run_naive` in its own process); with a planted bug, it stops
+    at the first case showing a finding the bug causes."""
     began = time.monotonic()
 
     from fuzz.probe.inductor import config_patch
+    from fuzz.probe.plants import apply_from_env
     from fuzz.run.session import FuzzSession
     from strategies.case import Case
 
     spec = json.loads(Path(spec_path).read_text())
+    plant = apply_from_env()
     session = FuzzSession()
     side = Side("naive", startup_s=time.monotonic() - began)
     start = time.monotonic()
@@ -150,6 +159,9 @@ def naive_main(spec_path: str) -> None:
                 break
             side.add(index, serialize_verdict(verdict, time.monotonic() - case_began))
             side.seconds = time.monotonic() - start  # to the end of its last case, as the suite's
+            if plant is not None and any(plant.caused(v.oracle, v.signature) for v in verdict.violations):
+                side.found = index
+                break
     Path(spec_path + ".out").write_text(json.dumps(dataclasses.asdict(side)))
 
 

@@ -4,18 +4,20 @@ the real inductor: the same case is run both ways, on the CPU."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
-import torch
-from torch._inductor import select_algorithm
 from torch._inductor.choices import InductorChoices
 
 from fuzz.probe.catalogue_cache import template_catalogue
+from fuzz.probe.plants import Plant
 from fuzz.run.harness import HashLedger, run_case
 from fuzz.run.session import FuzzSession
 from oracles import check_all
 from oracles.src_hash import check_catalogues
 from strategies.case import Case, TensorSpec, contiguous_strides
+
+Planter = Callable[[str], Plant]  # the `plant` fixture (tests/planted/conftest.py)
 
 
 def spec(shape: tuple[int, ...], dtype: str = "float32") -> TensorSpec:
@@ -36,68 +38,53 @@ def signatures(case: Case) -> set[str]:
 
 # --- layout soundness and spec -------------------------------------------------------------
 
-def test_gate_that_ignores_cpp_backend_is_unsound(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gate_that_ignores_cpp_backend_is_unsound(plant: Planter) -> None:
     case = make_case("bmm", backends="ATEN,CPP", frozen=True)  # frozen weight: CPP template choices
     assert signatures(case) == set()
-    monkeypatch.setattr(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: False)
+    plant("gate-never-fixes")
     found = signatures(case)
     assert any(s.startswith("flexible-with-template:bmm:") for s in found), found
     assert "flexible-when-gated:bmm" in found
 
 
-def test_gate_that_ignores_the_flag_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gate_that_ignores_the_flag_is_caught(plant: Planter) -> None:
     case = make_case("bmm", backends="ATEN", flexible=False)
     assert signatures(case) == set()
-    monkeypatch.setattr(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: False)
+    assert plant("gate-never-fixes").caused("layout_spec", "flexible-when-gated:bmm")
     assert "flexible-when-gated:bmm" in signatures(case)
 
 
-def test_gate_that_always_fixes_is_a_missed_optimization(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gate_that_always_fixes_is_a_missed_optimization(plant: Planter) -> None:
     case = make_case("mm", backends="ATEN", flexible=True)
     assert signatures(case) == set()
-    monkeypatch.setattr(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: True)
+    assert plant("gate-always-fixes").caused("layout_spec", "fixed-when-allowed:mm")
     assert signatures(case) == {"fixed-when-allowed:mm"}
 
 
 # --- numerics --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value_mode", ["exact_int", "normal"])
-def test_extern_mm_wrong_for_some_shapes_is_caught(monkeypatch: pytest.MonkeyPatch, value_mode: str) -> None:
-    case = make_case("mm", value_mode=value_mode)
+def test_extern_mm_wrong_for_some_shapes_is_caught(plant: Planter, value_mode: str) -> None:
+    case = make_case("mm", value_mode=value_mode)  # M = 24: a multiple of 8
     assert signatures(case) == set()
-    real_mm = select_algorithm.extern_kernels.mm
-
-    def wrong_mm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-        real_mm(a, b, out=out)
-        if a.shape[0] % 8 == 0:  # misbehaves only for M divisible by 8
-            out[-1, -1] += 1
-        return out
-
-    monkeypatch.setattr(select_algorithm.extern_kernels, "mm", wrong_mm)
     expected = "exact-mismatch:mm:float32" if value_mode == "exact_int" else "tolerance:mm:float32"
+    assert plant("mm-wrong-for-m8").caused("numerics", expected)
     assert signatures(case) == {expected}
 
 
-def test_wrong_output_strides_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_output_strides_are_caught(plant: Planter) -> None:
     case = make_case("mm", value_mode="normal")
-    real_mm = select_algorithm.extern_kernels.mm
-
-    def transposed_mm(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-        out.as_strided_(out.shape, (1, out.shape[0]))  # writes a column-major result
-        return real_mm(a, b, out=out)
-
-    monkeypatch.setattr(select_algorithm.extern_kernels, "mm", transposed_mm)
+    assert signatures(case) == set()
+    assert plant("mm-transposed-output").caused("numerics", "output-strides:mm")
     assert "output-strides:mm" in signatures(case)
 
 
 # --- src_hash ---------------------------------------------------------------------------------
 
-def test_extern_choice_with_a_hash_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extern_choice_with_a_hash_is_caught(plant: Planter) -> None:
     case = make_case("mm")
     assert signatures(case) == set()
-    from torch._inductor.kernel.mm import aten_mm
-
-    monkeypatch.setattr(aten_mm, "src_hash", "0" * 64)
+    assert plant("mm-extern-hashed").caused("src_hash", "extern-hash:aten::mm")
     assert signatures(case) == {"extern-hash:aten::mm"}
 
 
@@ -170,20 +157,15 @@ def test_choices_handler_bypass_is_reported(monkeypatch: pytest.MonkeyPatch) -> 
     assert signatures(case) == {"choices-bypassed:bmm"}
 
 
-def test_selection_hook_that_records_nothing_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_selection_hook_that_records_nothing_is_reported(plant: Planter) -> None:
     case = make_case("mm")
-    monkeypatch.setattr(select_algorithm, "add_preprocessing_fn", lambda fn: None)
+    assert signatures(case) == set()
+    assert plant("selection-hook-silent").caused("observed", "unselected:mm")
     assert signatures(case) == {"unselected:mm"}
 
 
-def test_lowering_that_raises_is_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lowering_that_raises_is_a_crash(plant: Planter) -> None:
     case = make_case("bmm")
-    real = InductorChoices.get_template_configs
-
-    def broken(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-        if op_name == "bmm":
-            raise IndexError("planted")
-        return real(self, kernel_inputs, templates, op_name, kwarg_overrides)
-
-    monkeypatch.setattr(InductorChoices, "get_template_configs", broken)
-    assert any(s.startswith("crash:IndexError:") for s in signatures(case))
+    assert signatures(case) == set()
+    caught = plant("bmm-lowering-raises").caused
+    assert [s for s in signatures(case) if caught("crash", s)], "a crash:IndexError:... finding"

@@ -1,0 +1,185 @@
+"""Planted bugs: named ways to break inductor in the current process, for the planted tests and for
+`python -m fuzz bench --time-to-find` (fuzz/tools/time_to_find.py).
+
+Each Plant monkeypatches inductor or its ATen extern kernels (`apply`, which returns the undo) and
+says which findings it causes (`caused(oracle, signature)`). A campaign's workers and the naive
+loop apply the plant named in the environment (`PLANT_ENV`) at start-up (`apply_from_env`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+from oracles.signature import VALUE_KINDS, Signature
+
+PLANT_ENV = "MM_FUZZ_PLANT"
+"""The environment variable naming the plant a worker (or the naive loop) applies at start-up."""
+_MISSING = object()
+
+
+class PlantError(ValueError):
+    """An unknown plant name; the message is one line."""
+
+
+class _Patches:
+    """Attributes set on objects, restored in reverse order by `undo`."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def set(self, obj: Any, name: str, value: Any) -> None:
+        self.saved.append((obj, name, vars(obj).get(name, _MISSING)))
+        setattr(obj, name, value)
+
+    def undo(self) -> None:
+        for obj, name, old in reversed(self.saved):
+            if old is _MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, old)
+        self.saved.clear()
+
+
+@dataclasses.dataclass(frozen=True)
+class Plant:
+    """One planted bug: what it breaks, how to plant it, and which findings it causes."""
+
+    name: str
+    description: str
+    plant: Callable[[_Patches], None]
+    caused_by: Callable[[str, Signature], bool]
+
+    def apply(self) -> Callable[[], None]:
+        """Plant the bug in this process; returns the callable that removes it."""
+        patches = _Patches()
+        self.plant(patches)
+        return patches.undo
+
+    def caused(self, oracle: str, signature: str) -> bool:
+        """Whether a finding (its oracle and signature) is one this plant causes."""
+        return self.caused_by(oracle, Signature.parse(signature))
+
+
+def _gate(always: bool) -> Callable[[_Patches], None]:
+    def plant(p: _Patches) -> None:
+        from torch._inductor.choices import InductorChoices
+
+        p.set(InductorChoices, "_need_to_fix_layout", lambda self, choices, op: always)
+    return plant
+
+
+Kernel = Callable[..., Any]
+
+
+def _extern(names: tuple[str, ...], wrap: Callable[[Kernel], Kernel]) -> Callable[[_Patches], None]:
+    """Replace `extern_kernels.<name>` for each name by `wrap(the real kernel)`."""
+    def plant(p: _Patches) -> None:
+        from torch._inductor import select_algorithm
+
+        for name in names:
+            p.set(select_algorithm.extern_kernels, name, wrap(getattr(select_algorithm.extern_kernels, name)))
+    return plant
+
+
+def _wrong_for_m8(real: Kernel) -> Kernel:
+    def mm(a: Any, b: Any, *, out: Any) -> Any:
+        real(a, b, out=out)
+        if a.shape[0] % 8 == 0 and out.numel():  # misbehaves only for M divisible by 8
+            out[-1, -1] += 1
+        return out
+    return mm
+
+
+def _drop_first_term(real: Kernel) -> Kernel:
+    def mm(a: Any, b: Any, *, out: Any) -> Any:
+        return real(a[:, 1:], b[1:, :], out=out)
+    return mm
+
+
+def _transposed_out(real: Kernel) -> Kernel:
+    def mm(a: Any, b: Any, *, out: Any) -> Any:
+        out.as_strided_(out.shape, (1, out.shape[0]))  # writes a column-major result
+        return real(a, b, out=out)
+    return mm
+
+
+def _literal_addmm(real: Kernel) -> Kernel:
+    def addmm(bias: Any, a: Any, b: Any, *, alpha: float = 1, beta: float = 1, out: Any) -> Any:
+        """addmm as the formula reads: beta * bias, even for beta == 0 (0 * NaN is NaN)."""
+        import torch
+
+        return out.copy_(beta * bias + alpha * torch.mm(a, b))
+    return addmm
+
+
+def _hashed_extern_mm(p: _Patches) -> None:
+    from torch._inductor.kernel.mm import aten_mm
+
+    p.set(aten_mm, "src_hash", "0" * 64)
+
+
+def _bmm_lowering_raises(p: _Patches) -> None:
+    from torch._inductor.choices import InductorChoices
+
+    real = InductorChoices.get_template_configs
+
+    def broken(self: Any, kernel_inputs: Any, templates: Any, op_name: str, kwarg_overrides: Any = None) -> Any:
+        if op_name == "bmm":
+            raise IndexError("planted")
+        return real(self, kernel_inputs, templates, op_name, kwarg_overrides)
+
+    p.set(InductorChoices, "get_template_configs", broken)
+
+
+def _silent_selection_hook(p: _Patches) -> None:
+    from torch._inductor import select_algorithm
+
+    p.set(select_algorithm, "add_preprocessing_fn", lambda fn: None)
+
+
+def _value(op: str | None = None, kinds: tuple[str, ...] = VALUE_KINDS) -> Callable[[str, Signature], bool]:
+    """A wrong value eager does not share, of `op` (any op when None)."""
+    return lambda oracle, s: (oracle == "numerics" and s.kind in kinds and not s.eager_agrees
+                              and (op is None or s.subject[:1] == (op,)))
+
+
+PLANTS: dict[str, Plant] = {p.name: p for p in (
+    Plant("gate-never-fixes", "the layout gate (_need_to_fix_layout) never fixes a layout",
+          _gate(False), lambda oracle, s: oracle == "layout_spec" and s.kind == "flexible-when-gated"),
+    Plant("gate-always-fixes", "the layout gate fixes every layout, even where flexible ones are allowed",
+          _gate(True), lambda oracle, s: oracle == "layout_spec" and s.kind == "fixed-when-allowed"),
+    Plant("mm-wrong-for-m8", "extern mm adds 1 to its last element when M is a multiple of 8",
+          _extern(("mm",), _wrong_for_m8), _value()),
+    Plant("mm-drops-a-k-term", "extern mm leaves out the first term of every dot product",
+          _extern(("mm",), _drop_first_term), _value()),
+    Plant("mm-transposed-output", "extern mm writes a column-major result into a row-major output",
+          _extern(("mm",), _transposed_out),  # wrong strides, and wrong values where a later kernel reads it
+          _value(kinds=(*VALUE_KINDS, "output-strides", "output-stride-order"))),
+    Plant("mm-extern-hashed", "the ATen mm choice claims a src_hash (extern choices must have none)",
+          _hashed_extern_mm, lambda oracle, s: oracle == "src_hash" and s.kind == "extern-hash"),
+    Plant("addmm-beta-zero-bias", "extern addmm multiplies the bias by beta = 0, so NaN in it leaks",
+          _extern(("addmm", "bias_addmm"), _literal_addmm), _value("addmm", ("nonfinite",))),
+    Plant("selection-hook-silent", "autotuning's preprocessing hook drops what is registered (no choice recorded)",
+          _silent_selection_hook, lambda oracle, s: oracle == "observed" and s.kind == "unselected"),
+    Plant("bmm-lowering-raises", "bmm's lowering raises IndexError while gathering its choices",
+          _bmm_lowering_raises, lambda oracle, s: oracle == "crash" and s.subject[:1] == ("IndexError",)),
+)}
+
+
+def plant_named(name: str) -> Plant:
+    """The plant called `name`; PlantError (one line) for an unknown one."""
+    if name not in PLANTS:
+        raise PlantError(f"unknown plant {name!r} (known: {', '.join(PLANTS)})")
+    return PLANTS[name]
+
+
+def apply_from_env() -> Plant | None:
+    """Plant the bug `PLANT_ENV` names, if any, for the rest of this process."""
+    name = os.environ.get(PLANT_ENV)
+    if not name:
+        return None
+    plant = plant_named(name)
+    plant.apply()
+    return plant
