@@ -4,7 +4,7 @@ int8 pattern and fused weights; part of the registry (fuzz.bugs.known_bugs.KNOWN
 from __future__ import annotations
 
 from fuzz.bugs.entry import TEMPLATE, WRONG_VALUES, KnownBug
-from fuzz.bugs.regions import frozen_cpp, replace, with_input
+from fuzz.bugs.regions import frozen_cpp, replace, with_config, with_input
 from fuzz.run.values import scale_shape
 from strategies.case import INT8_FORMS, Case, TensorSpec
 
@@ -109,5 +109,20 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.13",),
         devices=("cpu",),
         lives_in=TEMPLATE,
+    ),
+    KnownBug(
+        name="binary-folding-addmm-ignores-scalars",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),
+        applies=lambda c: (c.op == "addmm" and c.frozen_weights and "add_bias_row" in c.consumers
+                           and bool(c.config_dict.get("enable_linear_binary_folding"))
+                           and (c.params_dict.get("alpha", 1) != 1 or c.params_dict.get("beta", 1) != 1)),
+        untrigger=with_config(enable_linear_binary_folding=False),
+        tracking="repros/binary_folding_addmm_ignores_scalars_plain.py (not yet filed upstream): with freezing "
+                 "and enable_linear_binary_folding, any compile mode, `torch.addmm(b, x, W, beta=.., alpha=..) "
+                 "+ W[:1]` (a constant from the frozen weight) is folded into the addmm as if beta = alpha = 1 "
+                 "(torch 2.13 CPU: beta 0.5 off by 1.5, alpha 0.3 off by 309; beta = alpha = 1 exact)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
     ),
 )
