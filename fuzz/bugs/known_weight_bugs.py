@@ -53,7 +53,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/woq_int8_noncontiguous_weight_crash_plain.py (not yet filed upstream; found by a CPU "
                  "campaign test): without max-autotune, inductor's woq pattern hands a non-contiguous int8 weight "
                  "to _weight_int8pack_mm, which requires a contiguous one; eager runs",
-        torch_versions=("2.13",),
+        torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),
     KnownBug(

@@ -59,6 +59,11 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/codegen/cpp_gemm_template.py, the constant-weight path (normalize_shapes re-views "
               "W with the view's size, stride and offset before blocking it); pytorch#159233, in 2.13, fixed the "
               "offset of non-constant weights only (_maybe_remove_storage_offset)"),
+    RootCause("binary-folding-addmm-scalars",
+              "[inductor] freezing's linear binary folding folds an add of a weight-derived constant into addmm "
+              "as if beta = alpha = 1 (wrong results)",
+              ("binary-folding-addmm-ignores-scalars",),
+              "torch/_inductor/fx_passes/binary_folding.py (enable_linear_binary_folding), the addmm case"),
     RootCause("woq-int8-pattern-unchecked",
               "[inductor][cpu] the weight-only int8 pattern rewrites `(x @ w.t().to(x.dtype)) * scale` to "
               "_weight_int8pack_mm without checking the scale's shape or the weight's layout",
