@@ -14,6 +14,7 @@ import torch
 
 from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, RAISES, STRIDES, VALUE_CHECKS, Form, check_kind
 from fuzz.run import programs
+from fuzz.run.steps import CONSUMERS
 from fuzz.run.values import (
     SCALE_EIGHTHS,
     exact_int_range,
@@ -239,13 +240,13 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     lines += ["", "", *programs.source(case).splitlines(), ""]
     if kind in VALUE_CHECKS and ref == "reference":
         lines += ["", *programs.source(case, reference=True).splitlines(), ""]
-    signed = any(v < 0 for v in case.params_dict.values())  # else the reference on |inputs| is the magnitude
-    if kind in (BOUND, NONFINITE) and signed:
+    own = any(v < 0 for v in case.params_dict.values()) or any(CONSUMERS[c].magnitude for c in case.consumers)
+    if kind in (BOUND, NONFINITE) and own:  # else the reference on |inputs| is the magnitude
         lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
     if kind != RAISES:
-        lines += ["", *(ln.format(ref=ref, mag="magnitude" if signed else ref, dtype=programs.op_dtype(case))
+        lines += ["", *(ln.format(ref=ref, mag="magnitude" if own else ref, dtype=programs.op_dtype(case))
                         for ln in _CHECKS[kind]), ""]
-    if form.frozen and case.weight_form != "plain":
+    if case.weight_form != "plain":  # frozen or not, the weights as a user's module holds them
         lines += ["", *_held_model(case)]
     elif form.frozen:
         n = len(case.inputs)
@@ -281,7 +282,7 @@ def _held_model(case: Case) -> list[str]:
         gen = f"torch.Generator().manual_seed({storage_seed(case, n)})"
         scale = (f"torch.randint({-2 * SCALE_EIGHTHS}, {2 * SCALE_EIGHTHS + 1}, {scale_shape(case)}, generator={gen}, "
                  f"dtype=torch.float64) / {SCALE_EIGHTHS}")
-        return ["class Model(torch.nn.Module):  # weight-only int8: the weight (out, in) and its scale, frozen buffers",
+        return ["class Model(torch.nn.Module):  # weight-only int8: the weight (out, in) and its scale, buffers",
                 "    def __init__(self, x1):", "        super().__init__()",
                 '        self.register_buffer("x1", x1.t())',
                 f'        self.register_buffer("x2", ({scale}).to(torch.{case.inputs[0].dtype}))', "",
@@ -312,13 +313,19 @@ def _second_x0_only(case: Case, form: Form) -> bool:
         0 not in case.shared_storage
 
 
+def _in_module(case: Case, form: Form) -> bool:
+    """Whether the weights live in a Model the program is called through: frozen, or held in a weight form."""
+    return form.frozen or case.weight_form != "plain"
+
+
 def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]) -> list[str]:
     """Compile, then call with make_inputs() (and the second call's inputs: make_second_inputs(), or
     `second_lines` building a new x0 inline), each result checked or left to raise."""
-    target = "Model(*weights)" if form.frozen else "program"
+    module = _in_module(case, form)
+    target = "Model(*weights)" if module else "program"
     options = "".join([f', mode="{form.mode}"' if form.mode else "", ", dynamic=True" if case.dynamic else ""])
-    lines = ["weights = make_inputs()[1:]"] if form.frozen else []
-    if form.frozen and case.weight_form != "plain":  # the program's weight arguments, as the module holds them
+    lines = ["weights = make_inputs()[1:]"] if module else []
+    if case.weight_form != "plain":  # the program's weight arguments, as the module holds them
         target, lines = "model", ["model = Model(*make_inputs()[1:])", f"weights = {_held_args(case)}"]
     lines.append(f"compiled = {target}  # eager: no compile" if form.eager else
                  f"compiled = torch.compile({target}{options})")
@@ -327,18 +334,18 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
         ([f"torch._inductor.config.patch({patch!r})"] if patch else [])
     body = []
     if case.warm_cache and not form.eager:  # the checked program is the one loaded from the cache
-        body += [f"compiled({'make_inputs()[0]' if form.frozen else '*make_inputs()'})  # fills inductor's FX graph "
+        body += [f"compiled({'make_inputs()[0]' if module else '*make_inputs()'})  # fills inductor's FX graph "
                  "cache (on by default)", "torch._dynamo.reset()",
                  f"compiled = torch.compile({target}{options})  # this one loads the graph from that cache"]
     for maker, first in (("make_inputs", True), ("make_second_inputs", False))[: 2 if case.second_call else 1]:
-        marks = [(i, d) for i, d in case.mark_dynamic if first and (not form.frozen or i == 0)]
-        args = f"{maker}()[0]" if form.frozen else f"{maker}()"
+        marks = [(i, d) for i, d in case.mark_dynamic if first and (not module or i == 0)]
+        args = f"{maker}()[0]" if module else f"{maker}()"
         if marks:
-            body += [f"args = {args}", *(f"torch._dynamo.mark_dynamic(args{'' if form.frozen else f'[{i}]'}, {d})"
+            body += [f"args = {args}", *(f"torch._dynamo.mark_dynamic(args{'' if module else f'[{i}]'}, {d})"
                                          for i, d in marks)]
             args = "args"
-        call = f"compiled({args})" if form.frozen else f"compiled(*{args})"
-        expected = f"[{maker}()[0], *weights]" if form.frozen else f"{maker}()"
+        call = f"compiled({args})" if module else f"compiled(*{args})"
+        expected = f"[{maker}()[0], *weights]" if module else f"{maker}()"
         if not first and _second_x0_only(case, form):
             body += [second_lines[0] + "  # the second call: a new x0, the same frozen weights", *second_lines[1:]]
             call, expected = "compiled(x0)", "[x0, *weights]"

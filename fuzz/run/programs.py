@@ -114,8 +114,8 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
     lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
-        if step.code:
-            lines.append(f"    {step.code}")
+        if code := (magnitude and step.magnitude) or step.code:
+            lines.append(f"    {code}")
         if step.output:
             outputs.append(step.output)
     lines.append(f"    return ({', '.join(outputs)},)")

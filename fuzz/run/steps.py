@@ -28,6 +28,7 @@ class Consumer:
     code: str
     transfer: Transfer | None = None
     output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
+    magnitude: str = ""  # the code a plain repro's magnitude program (on |inputs|) runs instead
 
 
 LIBM_ROUNDINGS = 4
@@ -46,6 +47,13 @@ def _lipschitz(slope: float) -> Transfer:
         return Tracked(after.value, slope * before.bound + own + rounding(after.value, before.dtype),
                        slope * before.mag, before.dtype, False)
     return transfer
+
+
+def _scaled(slope: float) -> str:
+    """An activation's magnitude code: slope times the magnitude before it (the error moves by at
+    most that), plus it again for the activation's own rounding (|gelu(y)|, |silu(y)| <= |y|).
+    tanh and sigmoid add 1 (their bound) instead; each keeps an inf magnitude (e.g. tanh(inf), finite) inf."""
+    return f"y = {slope + 1} * y"
 
 
 def _add_row(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
@@ -107,10 +115,10 @@ CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
 CONSUMERS: dict[str, Consumer] = {
     "relu": Consumer("y = torch.relu(y)", _relu),
     "relu_": Consumer("y = y.relu_()", _relu),  # in-place mutation of the result
-    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _lipschitz(GELU_LIPSCHITZ)),
-    "silu": Consumer("y = torch.nn.functional.silu(y)", _lipschitz(SILU_LIPSCHITZ)),
-    "sigmoid": Consumer("y = torch.sigmoid(y)", _lipschitz(0.25)),
-    "tanh": Consumer("y = torch.tanh(y)", _lipschitz(1.0)),
+    "gelu": Consumer("y = torch.nn.functional.gelu(y)", _lipschitz(GELU_LIPSCHITZ), magnitude=_scaled(GELU_LIPSCHITZ)),
+    "silu": Consumer("y = torch.nn.functional.silu(y)", _lipschitz(SILU_LIPSCHITZ), magnitude=_scaled(SILU_LIPSCHITZ)),
+    "sigmoid": Consumer("y = torch.sigmoid(y)", _lipschitz(0.25), magnitude="y = 0.25 * y + 1"),
+    "tanh": Consumer("y = torch.tanh(y)", _lipschitz(1.0), magnitude="y = y + 1"),
     "add_bias_row": Consumer(f"y = y + {BIAS_ROW}", _add_row),
     "add": Consumer("y = y + y"),  # doubling is exact
     "to_float32": Consumer("y = y.float()", _to_float32),
