@@ -55,11 +55,13 @@ def cache_root() -> Path:
 
 
 def repro_caches() -> dict[str, str]:
-    """The code caches of repro checks, one per machine for every run of every check (the script and
-    its plain form's candidates): a cached kernel is the code a fresh compile would produce and a
-    failed compile is never cached, so a run fails or passes as with empty caches, in a third of the
-    time (measured: a frozen CPP addmm, 15 s cold, 6 s warm on 2 cores)."""
-    root = cache_root() / "repro"
+    """The code caches of repro checks: the workers' (`cache_root()`), for every run of every check
+    (the script and its plain form's candidates). A cached kernel is the code a fresh compile would
+    produce and a failed compile is never cached, so a run fails or passes as with empty caches, and
+    loads the kernels the campaign compiled for the same case (measured: a frozen CPP addmm, 15 s
+    cold, 6 s warm on 2 cores). The caches a check's compile may write that skip lowering (inductor's
+    defaults: the FX graph and autotune caches) are off in the workers, so nothing flows back."""
+    root = cache_root()
     return {"TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"), "TRITON_CACHE_DIR": str(root / "triton")}
 
 
