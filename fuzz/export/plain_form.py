@@ -57,3 +57,7 @@ class Form:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"patch": dict(self.patch)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Form:
+        return cls.make(data["mode"], data["patch"], data["frozen"], data["seeded"]).replace(eager=data["eager"])

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import torch
 from fuzz.engine.children import Runner, run_bounded
 from fuzz.export.plain_form import Form, PlainReproError, check_kind
 from fuzz.export.plain_render import render
-from fuzz.export.plain_search import CUT, Outcome, run_script, search
+from fuzz.export.plain_search import CUT, Outcome, more_flips, run_script, search
 from strategies.case import Case
 
 
@@ -36,12 +36,29 @@ def plain_path(vendored: str | os.PathLike[str]) -> Path:
     return path.with_name(path.stem + "_plain.py")
 
 
+def _form_runner(case: Case, violation: Mapping[str, str], path: Path, tmp: str, budget_s: float, timeout_s: float,
+                 cancel: threading.Event | None, runner: Runner) -> Callable[[Form], Outcome]:
+    """Render a form into `tmp` and run it (as `path` would be run) within what is left of `budget_s`."""
+    deadline = time.monotonic() + budget_s
+
+    def run(form: Form) -> Outcome:
+        candidate = Path(tmp, f"candidate_{len(os.listdir(tmp))}.py").resolve()
+        candidate.write_text(render(case, violation, form), encoding="utf-8")
+        left = deadline - time.monotonic()
+        ran = run_script(candidate, min(timeout_s, left), cancel, runner)
+        if ran.status == "hang" and left < timeout_s:
+            return Outcome(CUT, message=f"stopped: the {budget_s:g}s for the search were spent")
+        return dataclasses.replace(ran, output=ran.output.replace(str(candidate), path.name))
+    return run
+
+
 def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, verify: bool = True,
-                      timeout_s: float = 600.0, budget_s: float = 600.0,
+                      timeout_s: float = 600.0, budget_s: float = 600.0, flips: bool = True,
                       cancel: threading.Event | None = None, runner: Runner = run_bounded) -> dict[str, Any]:
     """Write the plain script for `case` to `path` and what its run printed to `path`.log; with
     `verify`, search the smallest failing form first, within `budget_s` of wall time (a run still
     going then, or when `cancel` is set, is killed and counts as not run; each run through `runner`).
+    Without `flips`, the single changes that make it pass are left pending (`finish_flips`).
     Returns the record kept in the finding."""
     kind = check_kind(violation)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,18 +66,9 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
         form = Form.make(None, case.config_dict, case.frozen_weights)
         path.write_text(render(case, violation, form), encoding="utf-8")
         return {"path": str(path), "verified": False, "form": form.to_json(), "check": kind}
-    deadline = time.monotonic() + budget_s
     with tempfile.TemporaryDirectory(prefix="mm-fuzz-forms-") as tmp:
-        def run(form: Form) -> Outcome:
-            candidate = Path(tmp, f"candidate_{len(os.listdir(tmp))}.py").resolve()
-            candidate.write_text(render(case, violation, form), encoding="utf-8")
-            left = deadline - time.monotonic()
-            ran = run_script(candidate, min(timeout_s, left), cancel, runner)
-            if ran.status == "hang" and left < timeout_s:
-                return Outcome(CUT, message=f"stopped: the {budget_s:g}s for the search were spent")
-            return dataclasses.replace(ran, output=ran.output.replace(str(candidate), path.name))
-
-        found = search(case, violation, run, budget_s)
+        run = _form_runner(case, violation, path, tmp, budget_s, timeout_s, cancel, runner)
+        found = search(case, violation, run, budget_s, flips)
     versions = f"torch {torch.__version__}"
     status = (f"Fails on {versions}" if found.confirmed else
               f"Failed once on {versions}; the time ran out before a second run" if found.reproduced and
@@ -75,7 +83,24 @@ def write_plain_repro(case: Case, violation: Mapping[str, str], path: Path, *, v
             "confirmed": found.confirmed, "torch": torch.__version__, "form": found.form.to_json(), "check": kind,
             "outcome": found.outcome.to_json() if found.outcome else None,
             "flips": [{"change": change, **o.to_json()} for change, o in found.flips],
+            "flips_pending": [f.to_json() for f in found.pending],
             "runs": found.runs, "seconds": round(found.seconds, 1), "out_of_time": found.out_of_time}
+
+
+def finish_flips(case: Case, violation: Mapping[str, str], record: dict[str, Any], *, timeout_s: float,
+                 budget_s: float, cancel: threading.Event | None = None, runner: Runner = run_bounded) -> int:
+    """Run the pending single changes of a plain repro's `record` (write_plain_repro without
+    `flips`) within `budget_s`, adding what each did to it; returns how many ran."""
+    pending = [Form.from_json(f) for f in record.get("flips_pending") or []]
+    if not pending:
+        return 0
+    path = Path(record["path"])
+    with tempfile.TemporaryDirectory(prefix="mm-fuzz-forms-") as tmp:
+        run = _form_runner(case, violation, path, tmp, budget_s, timeout_s, cancel, runner)
+        done, left = more_flips(Form.from_json(record["form"]), pending, run, budget_s)
+    record["flips"] = [*record.get("flips", []), *({"change": change, **o.to_json()} for change, o in done)]
+    record["flips_pending"] = [f.to_json() for f in left]
+    return len(done)
 
 
 def plain_summary(plain: dict[str, Any]) -> str:
@@ -111,7 +136,7 @@ def write_environment(repro_dir: Path, timeout_s: float = 300.0, runner: Runner 
 
 def export_plain(case_json: Mapping[str, Any], violation: Mapping[str, str], vendored: str, root: Path, *,
                  verify: bool, timeout_s: float, environment: Path | None,
-                 budget_s: float | None = None, cancel: threading.Event | None = None,
+                 budget_s: float | None = None, flips: bool = True, cancel: threading.Event | None = None,
                  runner: Runner = run_bounded) -> dict[str, Any]:
     """The plain repro of an exported finding, written beside its vendored one (its search for
     failing forms ends by `budget_s`, default `timeout_s`, or once `cancel` is set); returns the
@@ -119,7 +144,7 @@ def export_plain(case_json: Mapping[str, Any], violation: Mapping[str, str], ven
     try:
         record = write_plain_repro(Case.from_json(case_json), violation, plain_path(vendored), verify=verify,
                                    timeout_s=timeout_s, budget_s=timeout_s if budget_s is None else budget_s,
-                                   cancel=cancel, runner=runner)
+                                   flips=flips, cancel=cancel, runner=runner)
     except PlainReproError as e:
         return {"unsupported": str(e)}
     if environment is not None:

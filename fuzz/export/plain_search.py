@@ -121,6 +121,7 @@ class Search:
     runs: int
     seconds: float
     out_of_time: bool = False  # no form failed and one was left untried, or the second run was: the budget was spent
+    pending: list[Form] = dataclasses.field(default_factory=list)  # single changes not run (see `search`'s `flips`)
 
 
 def _describe(form: Form, other: Form) -> str:
@@ -159,11 +160,12 @@ def _flip_forms(form: Form, kind: str) -> list[Form]:
 
 
 def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outcome],
-           budget_s: float = 600.0) -> Search:
+           budget_s: float = 600.0, flips: bool = True) -> Search:
     """The smallest form of `case` whose run fails as `violation` did, confirmed by a second run.
     `run` renders and runs a form; no new form is tried once `budget_s` is spent, and a run that
     `run` cut at the budget (status CUT) counts as untried. A crash is tried with plain random
-    inputs first, a wrong value only with the fuzzer's."""
+    inputs first, a wrong value only with the fuzzer's. Without `flips`, the single changes not
+    already run on the way are left pending (`more_flips` runs them later)."""
     began, tried, kind, untried = time.monotonic(), {}, check_kind(violation), []
 
     def timed_run(form: Form) -> Outcome | None:
@@ -211,9 +213,24 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
         found = pinned
     again = timed_run(found) if found is not None else None
     confirmed = again is not None and same_failure(again, violation)
-    flips = [] if found is None else \
-        [(_describe(found, f), ran) for f in _flip_forms(found, kind) if (ran := outcome(f)) is not None]
+    changes = [] if found is None else _flip_forms(found, kind)
+    ran = {f: o for f in changes if (o := outcome(f) if flips else tried.get(f)) is not None}
     form = found or Form.make(None, config, case.frozen_weights, seeded=True)
-    return Search(form, tried.get(form), found is not None, confirmed, flips, len(tried) + (again is not None),
+    flipped = [(_describe(form, f), o) for f, o in ran.items()]
+    return Search(form, tried.get(form), found is not None, confirmed, flipped, len(tried) + (again is not None),
                   time.monotonic() - began,
-                  out_of_time=bool(untried) if found is None else again is None)
+                  out_of_time=bool(untried) if found is None else again is None,
+                  pending=[f for f in changes if f not in ran])
+
+
+def more_flips(form: Form, pending: list[Form], run: Callable[[Form], Outcome],
+               budget_s: float) -> tuple[list[tuple[str, Outcome]], list[Form]]:
+    """Run the single changes `pending` of a found `form` (in order, until `budget_s` is spent or
+    `run` cuts one): what each did, and those still not run."""
+    began, done = time.monotonic(), list[tuple[str, Outcome]]()
+    for i, change in enumerate(pending):
+        ran = run(change) if time.monotonic() - began < budget_s else None
+        if ran is None or ran.status == CUT:
+            return done, pending[i:]
+        done.append((_describe(form, change), ran))
+    return done, []

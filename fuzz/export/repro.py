@@ -102,7 +102,7 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
     repro or plain search, is killed; those repros are written unchecked and say why."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from fuzz.export.plain_repro import export_plain, plain_summary, write_environment
+    from fuzz.export.plain_repro import export_plain, finish_flips, plain_summary, write_environment
     from strategies.case import Case, CaseError
 
     store = findings if isinstance(findings, FindingsStore) else None
@@ -151,7 +151,13 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
             return unchecked(f, path, f"{why} (stopped after {result.seconds:.0f}s)", result.seconds)
         return result, export_plain(f.best_case, f.violation, path, repro_dir.parent, verify=not skipped(),
                                     timeout_s=timeout_s, budget_s=min(timeout_s, left()), environment=environment,
-                                    cancel=cancel, runner=runner)
+                                    flips=False, cancel=cancel, runner=runner)
+
+    def flip(i: int) -> int:
+        """The pending single changes of finding i's plain form (after every finding's check)."""
+        f, plain = written[i][0], results[i][1]
+        return 0 if skipped() else finish_flips(Case.from_json(f.best_case), f.violation, plain, timeout_s=timeout_s,
+                                                budget_s=min(timeout_s, left()), cancel=cancel, runner=runner)
 
     queue = [i for i in range(len(written)) if i not in again]
     with warm_pool(verify and bool(queue), emit) as runner:
@@ -168,6 +174,7 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                 limit = f", {time_s:g}s in all" if time_s is not None else ""
                 emit(f"checking {len(queue)} repro(s) and their plain-torch forms, new findings first, {jobs} at a "
                      f"time (each up to {timeout_s:g}s{limit})")
+            began = time.monotonic()
             with ThreadPoolExecutor(jobs) as threads:
                 futures = {threads.submit(check, *written[i]): i for i in queue}
                 for done, future in enumerate(as_completed(futures), 1):
@@ -183,6 +190,17 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                         as_stated = "reproduces" if result.exit_code == REPRO_BUG else "DOES NOT REPRODUCE"
                         emit(f"{head}: exit {result.exit_code} ({as_stated}, {result.seconds:.0f}s): {result.verdict}")
                     emit(f"    plain repro {plain.get('path') or '(none)'}: {plain_summary(plain)}")
+            if verify:
+                emit(f"repro checks ended {time.monotonic() - began:.0f}s after they began")
+        flipping = [i for i, (_, plain) in results.items() if plain.get("flips_pending")]
+        if verify and flipping and not skipped():
+            began = time.monotonic()
+            with ThreadPoolExecutor(jobs or check_jobs()) as threads:
+                ran = sum(threads.map(flip, flipping))
+            unfinished = sum(bool(results[i][1].get("flips_pending")) for i in flipping)
+            emit(f"then what makes each plain form pass: {ran} single-change run(s) for {len(flipping)} finding(s) in "
+                 f"{time.monotonic() - began:.0f}s" + (f", {unfinished} left unfinished ({why})"
+                                                        if unfinished and (why := skipped()) else ""))
     for i, (f, path) in enumerate(written):
         result, plain = results.get(i, (None, {}))
         f.repro = {"path": os.path.relpath(path, repro_dir.parent), "torch": torch_version(),

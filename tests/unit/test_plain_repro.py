@@ -17,7 +17,7 @@ from fuzz.bugs.known_bugs import KNOWN_BUGS
 from fuzz.export.plain_form import Form, PlainReproError, check_kind
 from fuzz.export.plain_render import render
 from fuzz.export.plain_repro import export_plain, write_plain_repro
-from fuzz.export.plain_search import Outcome, family_backend, same_failure, search
+from fuzz.export.plain_search import Outcome, family_backend, more_flips, same_failure, search
 from fuzz.run.values import materialize
 from fuzz.store.findings import FindingsStore, record_from_violation
 from strategies.case import Case, TensorSpec
@@ -214,6 +214,27 @@ def test_search_drops_config_keys_and_freezing_that_do_not_matter() -> None:
     flips = {change: o.status for change, o in found.flips}
     assert flips['`torch.compile` without `mode="max-autotune"`'] == "passed"
     assert flips["`max_autotune_gemm_backends='ATEN'`"] == "passed"
+
+
+def test_flips_left_for_later_are_the_same_runs_and_none_is_run_twice() -> None:
+    """Repro checks find every finding's form first, then run the single changes that make it pass:
+    deferred, they give what the search would have given, without rerunning a change it already ran."""
+    case = Case.make(op="mm", device="cpu", frozen_weights=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP", "epilogue_fusion": False},
+                     inputs=(TensorSpec((2, 3), (3, 1), 0, "float32"), TensorSpec((3, 2), (2, 1), 0, "float32")))
+
+    def bug(form: Form) -> bool:
+        return not form.eager and form.frozen
+    runs: list[Form] = []
+    at_once, later = search(case, EXACT, _fake_run(bug, [])), search(case, EXACT, _fake_run(bug, runs), flips=False)
+    assert later.form == at_once.form and later.confirmed and later.pending
+    assert all(form not in runs for form in later.pending) and set(dict(later.flips)) < set(dict(at_once.flips))
+    more: list[Form] = []
+    done, left = more_flips(later.form, later.pending, _fake_run(bug, more), budget_s=60)
+    assert left == [] and more == later.pending
+    assert sorted((c, o.status) for c, o in [*later.flips, *done]) == sorted((c, o.status) for c, o in at_once.flips)
+    done, left = more_flips(later.form, later.pending, _fake_run(bug, []), budget_s=0.0)
+    assert done == [] and left == later.pending  # no time: all still pending
 
 
 def test_search_without_a_failing_form_keeps_the_case_and_says_so() -> None:

@@ -120,7 +120,8 @@ def test_repro_checks_show_progress(tmp_path: Path, checks: list[str]) -> None:
     repro.export_findings(_store(tmp_path, {"a": False, "b": False}), tmp_path / "repros", emit=lines.append,
                           timeout_s=60, jobs=1)
     assert lines[0].startswith("checking 2 repro(s) and their plain-torch forms, new findings first, 1 at a time")
-    assert [ln.split()[0] for ln in lines[1:]] == ["[1/2]", "plain", "[2/2]", "plain"]
+    assert [ln.split()[0] for ln in lines[1:]] == ["[1/2]", "plain", "[2/2]", "plain", "repro"]
+    assert lines[-1].startswith("repro checks ended 0s after they began")
     assert all(f.repro and f.repro["seconds"] == 0.2 for f in FindingsStore(tmp_path))
 
 
@@ -193,3 +194,34 @@ def test_a_check_cut_by_the_time_keeps_the_last_one(tmp_path: Path, checks: list
     assert f.repro["verdict"].startswith("not checked: the 0s for repro checks were spent (last checked ")
     assert f.repro["verdict"].endswith(": exit 1)")
     assert "plain, as searched" in (tmp_path / "repros" / "p.py").read_text()
+
+
+def test_what_makes_a_plain_form_pass_is_run_after_every_finding_is_checked(tmp_path: Path, checks: list[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The single changes (flips) wait until every repro and plain form is checked: with no time left
+    then, they stay pending and the line says why; the finding keeps what ran."""
+    monkeypatch.setattr(plain_repro, "export_plain", lambda *a, verify, flips=True, **k: {
+        "path": "repros/p.py", "verified": verify, "flips": [], "flips_pending": [] if flips else [{"f": 1}]})
+
+    def finish(case: Any, violation: Any, record: dict[str, Any], **kw: Any) -> int:
+        checks.append("flip")
+        time.sleep(1.0)
+        record["flips"], record["flips_pending"] = [{"change": "eagerly", "status": "passed"}], []
+        return 1
+
+    monkeypatch.setattr(plain_repro, "finish_flips", finish)
+    lines: list[str] = []
+    repro.export_findings(_store(tmp_path, {"a": False, "b": False}), tmp_path / "repros", emit=lines.append,
+                          timeout_s=60, jobs=1)
+    assert checks[2:] == ["flip", "flip"] and all(name.endswith(".py") for name in checks[:2])
+    assert lines[-1].startswith("then what makes each plain form pass: 2 single-change run(s) for 2 finding(s)")
+    assert all(f.repro["plain"]["flips"] and f.repro["plain"]["flips_pending"] == [] for f in FindingsStore(tmp_path))
+
+    checks.clear()
+    lines.clear()
+    other = tmp_path / "other"
+    repro.export_findings(_store(other, {"a": False, "b": False}), other / "repros", emit=lines.append,
+                          timeout_s=60, jobs=1, time_s=1.0)
+    assert checks.count("flip") == 1 and "1 left unfinished (not checked: the 1s for repro checks were spent)" \
+        in lines[-1]
+    assert sorted(bool(f.repro["plain"]["flips_pending"]) for f in FindingsStore(other)) == [False, True]
