@@ -23,6 +23,7 @@ from fuzz.bugs.regions import (
     bf16_nonfinite_on_amx,
     calls,
     cpu_half_baddbmm,
+    decomposed_addmm_with_scalars,
     dense_int_mm_operands,
     in_float32,
     int_mm_short_leading_dim,
@@ -31,6 +32,7 @@ from fuzz.bugs.regions import (
     scalar_to_vector_bias,
     triton_small_m_half_addmm,
     with_config,
+    without_config,
     without_triton_block_k_128,
 )
 from oracles.model import OutputCheck, Violation
@@ -204,6 +206,19 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.13",),
         devices=("cpu",),
         fingerprint=nan_where_finite,
+    ),
+    KnownBug(
+        name="decompose-mm-pass-addmm-ignores-scalars",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),  # before lowering: every choice computes it
+        applies=decomposed_addmm_with_scalars,
+        untrigger=without_config("post_grad_fusion_options"),
+        tracking="repros/decompose_mm_pass_addmm_ignores_scalars_plain.py (not yet filed upstream): with "
+                 "post_grad_fusion_options={'decompose_mm_pass': {}}, fx_passes/decompose_mem_bound_mm.py's "
+                 "decompose_addmm rewrites a CPU addmm with M == 1 (GPU: M >= 10240, K and N < 32) into "
+                 "sum(x * w) + input, dropping alpha and beta (alpha = -1 gives x @ w + input)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
     ),
     KnownBug(
         name="addmm-frozen-scalar-bias-m0-assert",

@@ -75,7 +75,9 @@ def frozen_cpp(case: Case) -> bool:
 
 
 def cpu_cpp_batched(case: Case) -> bool:
-    return case.device == "cpu" and "CPP" in backends(case) and case.op in BATCHED_OPS
+    """A CPU case inductor lowers as a bmm with CPP choices: a batched op, or an einsum spelling
+    (torch.einsum computes even a plain 'mk,kn->mn' with bmm)."""
+    return case.device == "cpu" and "CPP" in backends(case) and (case.op in BATCHED_OPS or case.spelling == "einsum")
 
 
 MKL_M0_PACK_MIN_WEIGHT = 32768
@@ -206,3 +208,17 @@ fails, or autotuning drops the CPP choice (with ATen in the set)."""
 def with_config(**changes: object) -> Callable[[Case], Case]:
     """Untrigger: the same case with these inductor config keys set."""
     return lambda case: replace(case, config={**case.config_dict, **changes})
+
+
+def without_config(*keys: str) -> Callable[[Case], Case]:
+    """Untrigger: the same case without these inductor config keys (inductor's defaults for them)."""
+    return lambda case: replace(case, config={k: v for k, v in case.config_dict.items() if k not in keys})
+
+
+def decomposed_addmm_with_scalars(case: Case) -> bool:
+    """A CPU addmm with alpha or beta != 1 that decompose_mm_pass rewrites (M <= 1, K and N <= 2048 in
+    some call, static shapes)."""
+    return (case.device == "cpu" and case.op == "addmm" and not case.dynamic
+            and "decompose_mm_pass" in (case.config_dict.get("post_grad_fusion_options") or {})
+            and (case.params_dict.get("alpha", 1.0) != 1.0 or case.params_dict.get("beta", 1.0) != 1.0)
+            and any(x.shape[0] <= 1 and max(w.shape) <= 2048 for x, w, *_ in calls(case)))

@@ -59,6 +59,13 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/codegen/cpp_gemm_template.py, the constant-weight path (normalize_shapes re-views "
               "W with the view's size, stride and offset before blocking it); pytorch#159233, in 2.13, fixed the "
               "offset of non-constant weights only (_maybe_remove_storage_offset)"),
+    RootCause("decompose-mm-pass-addmm-scalars",
+              "[inductor] decompose_mm_pass rewrites addmm into a mul + sum + add that drops alpha and beta "
+              "(wrong results)",
+              ("decompose-mm-pass-addmm-ignores-scalars",),
+              "torch/_inductor/fx_passes/decompose_mem_bound_mm.py: decompose_addmm's pattern "
+              "`CallFunction(aten.addmm, Arg(), Arg(), Arg())` also matches addmm with beta/alpha kwargs, and its "
+              "replacement `sum(mat2[:, :, None] * mat3[None, :, :], dim=-2) + mat1` ignores them"),
     RootCause("binary-folding-addmm-scalars",
               "[inductor] freezing's linear binary folding folds an add of a weight-derived constant into addmm "
               "as if beta = alpha = 1 (wrong results)",

@@ -486,3 +486,43 @@ def test_an_expanded_int_mm_operand_is_the_aten_bug_though_only_inductors_dense_
         pytest.skip("this host's _int_mm is right for a dense B too")
     assert {b.name for _, b in verdict.known} == {"aten-int-mm-expanded-operand-dense-other"}
     assert verdict.violations == []
+
+
+def decomposed_addmm_case(m: int = 1, alpha: float = -1.0, config: dict | None = None) -> Case:
+    """The 5-minute seed-3 CPU campaign's finding: a one-row bf16 addmm with a 0-d bias and alpha = -1
+    under decompose_mm_pass, ATen alone."""
+    return Case.make(op="addmm", device="cpu", value_mode="large", seed=9578, params={"alpha": alpha},
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN",
+                             "post_grad_fusion_options": {"decompose_mm_pass": {}}} if config is None else config,
+                     inputs=(TensorSpec((m, 8), (32, 2), 0, "bfloat16"), TensorSpec((8, 190), (1, 8), 0, "bfloat16"),
+                             TensorSpec((), (), 3, "bfloat16")))
+
+
+def test_the_decompose_mm_pass_entry_needs_the_pass_one_row_and_a_scalar_other_than_one() -> None:
+    bug = REGIONS["decompose-mm-pass-addmm-ignores-scalars"]
+    assert bug.applies(decomposed_addmm_case())
+    assert not bug.applies(decomposed_addmm_case(m=2)) and not bug.applies(decomposed_addmm_case(alpha=1.0))
+    assert not bug.applies(bug.untrigger(decomposed_addmm_case()))
+    assert bug.untrigger(decomposed_addmm_case()).config_dict == {"max_autotune_gemm": True,
+                                                                  "max_autotune_gemm_backends": "ATEN"}
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_the_decompose_mm_pass_bug_still_reproduces_and_is_explained() -> None:
+    verdict = FuzzSession().evaluate(decomposed_addmm_case())
+    assert not verdict.violations
+    assert [bug.name for _, bug in verdict.known] == ["decompose-mm-pass-addmm-ignores-scalars"]
+    assert FuzzSession().evaluate(decomposed_addmm_case(alpha=1.0)).violations == []
+
+
+def test_an_einsum_mm_with_no_rows_is_the_cpp_bmm_empty_dim_bug() -> None:
+    """torch.einsum('mk,kn->mn') is a bmm to inductor: the seed-3 CPU noise campaign's CPP crash on an
+    einsum mm with M == 0 is the registered bmm one (the call spelling of the same mm is not)."""
+    case = Case.make(op="mm", device="cpu", value_mode="nonfinite", seed=3885, spelling="einsum",
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "CPP"},
+                     inputs=(TensorSpec((0, 7), (0, 1), 0, "float16"), TensorSpec((7, 149), (1, 7), 0, "float16")))
+    bug = REGIONS["cpp-bmm-empty-dim-crash"]
+    assert bug.applies(case) and not bug.applies(dataclasses.replace(case, spelling="call"))
+    if torch.__version__.startswith(("2.11", "2.13")):
+        verdict = FuzzSession().evaluate(case)
+        assert not verdict.violations and [b.name for _, b in verdict.known] == ["cpp-bmm-empty-dim-crash"]
