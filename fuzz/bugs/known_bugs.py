@@ -31,6 +31,7 @@ from fuzz.bugs.regions import (
     replace,
     scalar_to_vector_bias,
     triton_small_m_half_addmm,
+    unfused_zero_scalar_addmm,
     with_config,
     without_config,
     without_triton_block_k_128,
@@ -117,6 +118,21 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         torch_versions=("2.13",),
         devices=("cpu",),
         lives_in=ATEN,
+    ),
+    KnownBug(
+        name="addmm-unfuse-bias-zero-scalar-nonfinite",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),  # before lowering: every choice computes it
+        applies=unfused_zero_scalar_addmm,
+        untrigger=nonzero_scalars,
+        tracking="repros/addmm_unfuse_bias_zero_scalar_nonfinite_plain.py (not yet filed upstream): on CUDA, any "
+                 "compile mode and backend, an addmm whose result feeds a pointwise op (relu) is rewritten by "
+                 "post_grad.py's unfuse_bias_add_to_pointwise into `beta * input + alpha * (a @ b)`, so a zero "
+                 "beta keeps NaN from input and a zero alpha turns inf in a @ b into NaN, where eager ignores "
+                 "the term (torch 2.11 on an H100: 1 and 16 NaN where eager has none)",
+        torch_versions=("2.11",),
+        devices=("cuda",),
+        fingerprint=nan_where_finite,
     ),
     KnownBug(
         name="mm-epilogue-zero-scalar-nonfinite",
@@ -216,8 +232,9 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/decompose_mm_pass_addmm_ignores_scalars_plain.py (not yet filed upstream): with "
                  "post_grad_fusion_options={'decompose_mm_pass': {}}, fx_passes/decompose_mem_bound_mm.py's "
                  "decompose_addmm rewrites a CPU addmm with M == 1 (GPU: M >= 10240, K and N < 32) into "
-                 "sum(x * w) + input, dropping alpha and beta (alpha = -1 gives x @ w + input)",
-        torch_versions=("2.13",),
+                 "sum(x * w) + input, dropping alpha and beta (alpha = -1 gives x @ w + input; torch 2.11 on an "
+                 "H100: CPU and CUDA alike)",
+        torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),
     KnownBug(

@@ -222,3 +222,15 @@ def decomposed_addmm_with_scalars(case: Case) -> bool:
             and "decompose_mm_pass" in (case.config_dict.get("post_grad_fusion_options") or {})
             and (case.params_dict.get("alpha", 1.0) != 1.0 or case.params_dict.get("beta", 1.0) != 1.0)
             and any(x.shape[0] <= 1 and max(w.shape) <= 2048 for x, w, *_ in calls(case)))
+
+
+POINTWISE_STEPS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row", "add", "to_float32")
+"""Consumer steps inductor's post-grad passes count as pointwise uses of the op's result."""
+
+
+def unfused_zero_scalar_addmm(case: Case) -> bool:
+    """A CUDA addmm call with alpha or beta 0 whose result feeds a pointwise step: post-grad's
+    unfuse_bias_add_to_pointwise rewrites it into mm + alpha * .. + beta * input."""
+    return (case.device == "cuda" and case.op == "addmm" and case.spelling == "call"
+            and 0.0 in (case.params_dict.get("alpha"), case.params_dict.get("beta"))
+            and bool(case.consumers) and case.consumers[0] in POINTWISE_STEPS)

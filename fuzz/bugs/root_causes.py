@@ -59,6 +59,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/codegen/cpp_gemm_template.py, the constant-weight path (normalize_shapes re-views "
               "W with the view's size, stride and offset before blocking it); pytorch#159233, in 2.13, fixed the "
               "offset of non-constant weights only (_maybe_remove_storage_offset)"),
+    RootCause("addmm-unfuse-bias-zero-scalar",
+              "[inductor][cuda] addmm unfused before a pointwise use multiplies by a zero alpha/beta, so inf/NaN "
+              "in the ignored term turns into NaN",
+              ("addmm-unfuse-bias-zero-scalar-nonfinite",),
+              "torch/_inductor/fx_passes/post_grad.py: unfuse_bias_add_to_pointwise's replacement computes "
+              "`alpha * mm_result` and `beta * inp` for any alpha/beta != 1, zeros included"),
     RootCause("decompose-mm-pass-addmm-scalars",
               "[inductor] decompose_mm_pass rewrites addmm into a mul + sum + add that drops alpha and beta "
               "(wrong results)",

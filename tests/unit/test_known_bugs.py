@@ -526,3 +526,28 @@ def test_an_einsum_mm_with_no_rows_is_the_cpp_bmm_empty_dim_bug() -> None:
     if torch.__version__.startswith(("2.11", "2.13")):
         verdict = FuzzSession().evaluate(case)
         assert not verdict.violations and [b.name for _, b in verdict.known] == ["cpp-bmm-empty-dim-crash"]
+
+
+def unfused_addmm_case(consumers: tuple[str, ...] = ("relu",), beta: float = 0.0, device: str = "cuda") -> Case:
+    return Case.make(op="addmm", device=device, value_mode="nonfinite", seed=1, params={"beta": beta},
+                     consumers=consumers, config={},
+                     inputs=(TensorSpec((8, 32), (32, 1), 0, "float32"), TensorSpec((32, 16), (16, 1), 0, "float32"),
+                             TensorSpec((8, 16), (16, 1), 0, "float32")))
+
+
+def test_the_unfused_addmm_entry_needs_cuda_a_zero_scalar_and_a_pointwise_use() -> None:
+    """post_grad's unfuse_bias_add_to_pointwise fires only where every use of the addmm is pointwise."""
+    bug = REGIONS["addmm-unfuse-bias-zero-scalar-nonfinite"]
+    assert bug.applies(unfused_addmm_case()) and bug.applies(unfused_addmm_case(("add_bias_row", "cat_cols")))
+    for other in (unfused_addmm_case(()), unfused_addmm_case(("cat_cols", "relu")), unfused_addmm_case(beta=0.5),
+                  unfused_addmm_case(device="cpu")):
+        assert not bug.applies(other)
+    assert bug.untrigger(unfused_addmm_case()).params_dict == {"beta": 1.0}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or not torch.__version__.startswith("2.11"),
+                    reason="seen on torch 2.11 with CUDA")
+def test_the_unfused_addmm_bug_still_reproduces_and_is_explained() -> None:
+    verdict = FuzzSession().evaluate(unfused_addmm_case())
+    assert not verdict.violations
+    assert "addmm-unfuse-bias-zero-scalar-nonfinite" in [bug.name for _, bug in verdict.known]
