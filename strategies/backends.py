@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 
 KEY = "max_autotune_gemm_backends"
 DEFAULT_BACKENDS = "ATEN,TRITON,CPP"  # inductor's max_autotune_gemm_backends default on both versions
+TEMPLATE_BACKENDS = {"cpu": "CPP", "cuda": "TRITON"}
+"""The backend whose generated templates a device's cases autotune against ATen."""
 
 
 def parse_backends(value: object) -> tuple[str, ...]:

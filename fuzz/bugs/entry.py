@@ -10,6 +10,7 @@ from collections.abc import Callable
 from oracles.model import OutputCheck, Violation
 from oracles.numerics import eager_wrong_too, wrong_elements
 from oracles.signature import AGREES_PREFIX
+from strategies.backends import TEMPLATE_BACKENDS, config_backends
 from strategies.case import Case
 
 
@@ -34,7 +35,8 @@ class KnownBug:
         return (violation.oracle in self.oracles and case.device in self.devices and self.applies(case)
                 and any(re.fullmatch(p, violation.signature) for p in self.signatures)
                 and (not self.messages or any(re.search(p, violation.message) for p in self.messages))
-                and any(torch_version.startswith(p) for p in self.torch_versions))
+                and any(torch_version.startswith(p) for p in self.torch_versions)
+                and (self.lives_in != TEMPLATE or template_may_serve(case)))
 
     def fits(self, violation: Violation, check: OutputCheck | None) -> bool:
         """The violation comes from a choice this bug can be in, and (for a wrong value, `check` the
@@ -53,6 +55,14 @@ class KnownBug:
 
 
 ATEN, TEMPLATE = "aten", "template"
+
+
+def template_may_serve(case: Case) -> bool:
+    """Whether a generated template may have computed any of the case's results: max-autotune is on
+    and the backend set holds the device's template backend (else every choice is extern)."""
+    config = case.config_dict
+    return any(config.get(k) for k in ("max_autotune", "max_autotune_gemm")) \
+        and TEMPLATE_BACKENDS.get(case.device, "") in config_backends(config)
 
 
 def eager_deviates_too(check: OutputCheck) -> bool:

@@ -24,7 +24,7 @@ from fuzz.engine.children import REPO_ROOT, Runner, run_bounded
 from fuzz.engine.machine import repro_caches
 from fuzz.export import plain_run
 from fuzz.export.plain_form import RAISES, VALUE_CHECKS, Form, check_kind
-from strategies.backends import config_backends
+from strategies.backends import TEMPLATE_BACKENDS, config_backends
 from strategies.case import Case
 
 MAX_AUTOTUNE_KEYS = ("max_autotune", "max_autotune_gemm")
@@ -103,11 +103,6 @@ def same_failure(outcome: Outcome, violation: Mapping[str, str]) -> bool:
 
 # --- searching for the smallest failing form --------------------------------------------------------
 
-TEMPLATE_BACKENDS = {"cpu": "CPP", "cuda": "TRITON"}
-"""The code-generating backend a device autotunes against ATen: a wrong-values bug in one of its
-kernels shows reliably only when it is the only backend (else the winner depends on timing)."""
-
-
 @dataclasses.dataclass
 class Search:
     """The smallest form found to fail the same way (or the case's own form when none did), what
@@ -185,7 +180,7 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
         ran = outcome(form)
         return ran is not None and same_failure(ran, violation)
 
-    family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]
+    family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]  # alone: no winner by timing
     config = {**case.config_dict, **({"max_autotune_gemm_backends": family} if family else {})}
     mode = "max-autotune" if any(config.get(k) for k in MAX_AUTOTUNE_KEYS) else None
     backend = family or (template if kind in VALUE_CHECKS and mode else None)

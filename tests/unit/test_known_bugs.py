@@ -397,6 +397,11 @@ def test_the_zero_scalar_entry_needs_cuda_and_a_zero_alpha_or_beta_and_undoes_on
     assert not bug.fits(exact, output_check(compiled=[1.5, 2.0]))  # a finite wrong value is another bug
     assert not bug.fits(dataclasses.replace(found, signature="nonfinite:baddbmm:float16@aten::baddbmm"),
                         output_check(compiled=[float("nan"), 2.0]))  # not in an extern kernel
+    autotuned = dataclasses.replace(found, signature="nonfinite:baddbmm:float16")  # the autotuned result: any choice's
+    assert bug.matches(autotuned, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
+    for extern_only in ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}, {}):
+        case = dataclasses.replace(zero_scalar_case(0.0, 0.0), config=tuple(sorted(extern_only.items())))
+        assert not bug.matches(autotuned, case, "2.11.0+cu130")  # every choice extern: not a template's bug
 
 
 def output_check(compiled: list[float], eager: list[float] | None = None, exact: bool = True) -> OutputCheck:
