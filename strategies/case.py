@@ -21,8 +21,10 @@ FLOAT_PRODUCT_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_plus_mm")
 PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
 CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row", "add", "to_float32",
              "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
-             "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input")
+             "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input", "projections")
 """Steps applied to the op's result (fuzz.run.steps defines each)."""
+PROJECTION_OPS = ("mm", "addmm")
+"""Ops the "projections" step applies again (two more projections of x0: the QKV shape)."""
 
 SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
     "mm": ("call", "operator", "method", "linear", "einsum"),
@@ -41,7 +43,7 @@ itself; "fused", the columns n:2n of a fused parameter three times as wide (a qk
 activation's dtype, per output channel (N,), one 0-d scale, or one (1,) scale, the program
 `(x0 @ w.t().to(x0.dtype)) * scale` (the spelling inductor's woq pattern matches)."""
 INT8_FORMS = ("int8", "int8_tensor", "int8_single")
-WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols")
+WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
 """Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
@@ -150,6 +152,10 @@ class Case:
         unknown = [c for c in self.consumers if c not in CONSUMERS]
         if unknown:
             raise CaseError(f"unknown consumer {unknown[0]!r}; known: {', '.join(CONSUMERS)}")
+        if "projections" in self.consumers and (self.op not in PROJECTION_OPS
+                                                or (self.op == "addmm" and not self.inputs[2].shape)):
+            raise CaseError(f"the projections step applies {' or '.join(PROJECTION_OPS)} again (addmm with a bias "
+                            f"of rank 1 or 2), not {self.op}")
         if self.spelling not in SPELLINGS[self.op]:
             raise CaseError(f"{self.op} has no spelling {self.spelling!r}; known: {', '.join(SPELLINGS[self.op])}")
         if self.spelling != "call" and any(v != 1.0 for _, v in self.params):

@@ -13,6 +13,7 @@ from strategies.case import (
     CONSUMERS,
     FLOAT_PRODUCT_OPS,
     INT8_FORMS,
+    PROJECTION_OPS,
     SPELLINGS,
     WEIGHT_FORMS,
     WEIGHT_READING_STEPS,
@@ -35,7 +36,7 @@ DEVICE_OPS = {
 }
 OUTPUT_STEPS = ("return_twice", "mutate_input")
 CAT_MM_STEPS = ("cat_mm_rows", "cat_mm_cols")
-LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS + ("add_bias_row",))
+LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS + ("add_bias_row", "projections"))
 ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh")
 """Steps with no one right answer at inf (gelu(-inf), silu(-inf) = -inf * 0) and none for integer
 or fp8 results here."""
@@ -102,11 +103,14 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
 @st.composite
 def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
     """0-3 steps after the op: sometimes first a second product of the inputs concatenated with the
-    result (inductor may then write both into one buffer: the flexible-layout freedom), then up to
-    two more; an output-adding step (return twice, mutate an input) comes last."""
+    result (inductor may then write both into one buffer: the flexible-layout freedom), or for mm and
+    addmm two more projections of x0 (the QKV shape), then up to two more; an output-adding step
+    (return twice, mutate an input) comes last."""
     steps = draw(st.lists(st.sampled_from(LAYOUT_STEPS), max_size=2))
     if op in FLOAT_PRODUCT_OPS and draw(rarely(4)):
         steps.insert(0, draw(st.sampled_from(CAT_MM_STEPS)))
+    if op in PROJECTION_OPS and draw(rarely(6)):  # two more projections of x0 (the QKV shape)
+        steps.insert(0, "projections")
     if op not in ("int_mm", "scaled_mm") and draw(rarely(4)):  # a bias row (model code: `x @ w + b`), first
         steps.insert(0, "add_bias_row")
     if op in ("int_mm", "scaled_mm", "mm_out_dtype"):
@@ -287,6 +291,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
     if form in INT8_FORMS:
         inputs[1] = dataclasses.replace(inputs[1], dtype="int8")
+    if op == "addmm" and not inputs[2].shape:  # the projections' other biases are flips of this one
+        consumers = tuple(c for c in consumers if c != "projections")
     if spelling != "call":  # `a @ b + bias`, F.linear: no scalars
         params = dict.fromkeys(params, 1.0)
     dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,

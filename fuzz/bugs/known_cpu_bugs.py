@@ -9,6 +9,7 @@ from fuzz.bugs.regions import (
     MKL_M0_PACK_MIN_WEIGHT,
     backends,
     calls,
+    concat_linear_addmm,
     cpu_cpp_batched,
     frozen_cpp,
     frozen_half_product,
@@ -21,10 +22,37 @@ from fuzz.bugs.regions import (
     with_input,
     without_backend,
     without_cat_mm_rows,
+    without_config,
 )
 from strategies.case import TensorSpec
 
+CONCAT_LINEAR = ("repros/concat_linear_addmm_scalars_and_row_bias.py (not yet filed upstream): freezing's "
+                 "concat-linear pattern (CPU: cpp.enable_concat_linear) fuses three addmm calls sharing their input "
+                 "into one addmm over the concatenated weights and `torch.cat((b1, b2, b3))` biases")
 CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        name="concat-linear-addmm-ignores-scalars",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),  # before lowering: every choice computes it
+        applies=lambda c: concat_linear_addmm(c) and (c.params_dict.get("alpha", 1.0) != 1.0
+                                                      or c.params_dict.get("beta", 1.0) != 1.0),
+        untrigger=without_config("cpp.enable_concat_linear"),
+        tracking=CONCAT_LINEAR + ", dropping alpha and beta (alpha = 0.5 off by 5)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="concat-linear-2d-bias-crash",
+        oracles=("crash",),
+        signatures=(r"crash:RuntimeError:fx_passes/freezing_patterns\.py:addmm_fuse_replacement_second",),
+        messages=(r"Attempting to broadcast a dimension",),
+        applies=lambda c: concat_linear_addmm(c) and len(c.inputs[2].shape) == 2,
+        untrigger=without_config("cpp.enable_concat_linear"),
+        tracking=CONCAT_LINEAR + ": 2-D biases ((1, N), (M, N)) are concatenated along dim 0, and the fused "
+                 "addmm cannot broadcast them (RuntimeError while compiling)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
     KnownBug(
         name="cpp-gemm-dynamic-recompile-crash",
         oracles=("crash",),

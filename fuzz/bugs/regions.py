@@ -234,3 +234,10 @@ def unfused_zero_scalar_addmm(case: Case) -> bool:
     return (case.device == "cuda" and case.op == "addmm" and case.spelling == "call"
             and 0.0 in (case.params_dict.get("alpha"), case.params_dict.get("beta"))
             and bool(case.consumers) and case.consumers[0] in POINTWISE_STEPS)
+
+
+def concat_linear_addmm(case: Case) -> bool:
+    """A frozen CPU addmm with the projections step under cpp.enable_concat_linear: freezing's
+    concat-linear pattern fuses the three calls into one addmm over concatenated weights and biases."""
+    return (case.device == "cpu" and case.op == "addmm" and case.frozen_weights and "projections" in case.consumers
+            and bool(case.config_dict.get("cpp.enable_concat_linear")))

@@ -65,6 +65,13 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               ("addmm-unfuse-bias-zero-scalar-nonfinite",),
               "torch/_inductor/fx_passes/post_grad.py: unfuse_bias_add_to_pointwise's replacement computes "
               "`alpha * mm_result` and `beta * inp` for any alpha/beta != 1, zeros included"),
+    RootCause("concat-linear-addmm",
+              "[inductor][cpu] freezing's concat-linear fusion of three addmm calls drops alpha/beta and "
+              "concatenates 2-D biases along the wrong dim",
+              ("concat-linear-addmm-ignores-scalars", "concat-linear-2d-bias-crash"),
+              "torch/_inductor/fx_passes/freezing_patterns.py: addmm_fuse_pattern_second matches addmm with "
+              "scalar kwargs, and addmm_fuse_replacement_second computes `torch.cat((b1, b2, b3))` (dim 0) and "
+              "`aten.addmm(cat_b, inp, cat_w)` without beta/alpha"),
     RootCause("decompose-mm-pass-addmm-scalars",
               "[inductor] decompose_mm_pass rewrites addmm into a mul + sum + add that drops alpha and beta "
               "(wrong results)",

@@ -114,6 +114,10 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
     lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
+        if step.op_weights:  # the op again, with other weights
+            exprs = [[f"({e}).abs()" if magnitude else e for e in pair] for pair in step.op_weights]
+            again = (call.format(*(names[0], w, b)[:len(names)], **params) for w, b in exprs)
+            lines.append(f"    y = torch.cat([y, {', '.join(again)}], dim=-1)")
         if code := (magnitude and step.magnitude) or step.code:
             lines.append(f"    {code}")
         if step.output:
@@ -201,6 +205,8 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
     y = _op_result(case, ref)
     outputs: list[Tracked] = []
     for step in (CONSUMERS[c] for c in case.consumers):
+        if step.op_weights:
+            y = _projections(case, ref, y, step.op_weights)
         if step.output == "x0":
             exec(step.code, ref.env)  # noqa: S102 - our own table
             x0 = ref.env["x0"]
@@ -215,6 +221,18 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
             outputs.append(y)
     outputs.insert(0, y)
     return Expected([t.value for t in outputs], [t.bound for t in outputs], all(t.exact for t in outputs))
+
+
+def _projections(case: Case, ref: Reference, y: Tracked, weights: tuple[tuple[str, str], ...]) -> Tracked:
+    """cat([y, op(x0, w, b) for (w, b) in weights], -1): each call as the op's own result on them."""
+    parts = [y]
+    for w, b in weights:
+        swap = dict(zip(("x1", "x2")[:len(case.inputs) - 1], (w, b), strict=False))  # mm: no bias
+        parts.append(_op_result(case, dataclasses.replace(
+            ref, env={**ref.env, **{k: eval(e, ref.env) for k, e in swap.items()}},  # noqa: S307 - our table
+            abs_env={**ref.abs_env, **{k: eval(e, ref.env).abs() for k, e in swap.items()}})))  # noqa: S307
+    return Tracked(torch.cat([p.value for p in parts], -1), torch.cat([p.bound for p in parts], -1),
+                   torch.cat([p.mag for p in parts], -1), y.dtype, all(p.exact for p in parts))
 
 
 def _op_result(case: Case, ref: Reference) -> Tracked:

@@ -29,6 +29,7 @@ class Consumer:
     transfer: Transfer | None = None
     output: str = ""  # an extra program output ("y" again, or a mutated input "x0")
     magnitude: str = ""  # the code a plain repro's magnitude program (on |inputs|) runs instead
+    op_weights: tuple[tuple[str, str], ...] = ()  # the op again on x0 with these (weight, bias), cat after y
 
 
 LIBM_ROUNDINGS = 4
@@ -110,6 +111,11 @@ def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     return dataclasses.replace(before, dtype=torch.float32)
 
 
+PROJECTION_WEIGHTS = (("x1.flip(-1)", "-x2"), ("x1.flip(-2)", "x2.flip(-1)"))
+"""The (weight, bias) of the projections step's two more calls of the op (its scalars kept; mm has no
+bias): the QKV shape, three projections of one input by weights and biases of one shape each, all
+constants once frozen (freezing's concat-linear pattern fuses them: it did not with a rolled bias,
+nor with two flips of it, which one node may serve). Flips and negation are exact."""
 CAT_MM_ROWS = ("x0[..., : (x0.shape[-2] + 1) // 2, :]", "x1")
 CAT_MM_COLS = ("x0", "x1[..., : (x1.shape[-1] + 1) // 2]")
 CONSUMERS: dict[str, Consumer] = {
@@ -136,6 +142,8 @@ CONSUMERS: dict[str, Consumer] = {
     "view_row": Consumer("y = y[..., 0, :]"),  # returns a view of the result
     "return_twice": Consumer("", output="y"),
     "mutate_input": Consumer("x0.mul_(2)", output="x0"),
+    "projections": Consumer("", op_weights=PROJECTION_WEIGHTS),
 }
 """Steps that add an output (return_twice, mutate_input) come last, and the steps that read the
-op's inputs again (add_bias_row, then the cat_mm steps) come first (the strategies keep it so)."""
+op's inputs again (add_bias_row, projections, then the cat_mm steps) come first (the strategies keep
+it so)."""

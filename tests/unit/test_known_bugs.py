@@ -556,3 +556,34 @@ def test_the_unfused_addmm_bug_still_reproduces_and_is_explained() -> None:
     verdict = FuzzSession().evaluate(unfused_addmm_case())
     assert not verdict.violations
     assert "addmm-unfuse-bias-zero-scalar-nonfinite" in [bug.name for _, bug in verdict.known]
+
+
+def projections_case(alpha: float = 1.0, bias: tuple[int, ...] = (16,), concat: bool = True) -> Case:
+    """A frozen addmm projected three times (the QKV shape) with exact values, ATen and CPP."""
+    return Case.make(op="addmm", device="cpu", value_mode="exact_int", seed=3, params={"alpha": alpha},
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP",
+                             **({"cpp.enable_concat_linear": True} if concat else {})},
+                     inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"), TensorSpec((8, 16), (16, 1), 0, "float32"),
+                             TensorSpec(bias, contiguous_strides(bias), 0, "float32")),
+                     consumers=("projections",), frozen_weights=True)
+
+
+def test_the_concat_linear_entries_need_the_knob_and_each_their_trigger() -> None:
+    scalars, bias2d = REGIONS["concat-linear-addmm-ignores-scalars"], REGIONS["concat-linear-2d-bias-crash"]
+    assert scalars.applies(projections_case(0.5)) and not scalars.applies(projections_case())
+    assert bias2d.applies(projections_case(bias=(1, 16))) and not bias2d.applies(projections_case())
+    assert not scalars.applies(scalars.untrigger(projections_case(0.5)))
+    assert not bias2d.applies(bias2d.untrigger(projections_case(bias=(4, 16))))
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_the_concat_linear_bugs_still_reproduce_and_are_explained_and_the_step_is_right_without_them() -> None:
+    """The projections step reaches freezing's concat-linear pattern: with alpha = 1 and a 1-D bias
+    it fuses and computes right; alpha = 0.5 is wrong and a (1, N) bias fails to compile."""
+    for case, name in ((projections_case(0.5), "concat-linear-addmm-ignores-scalars"),
+                       (projections_case(bias=(1, 16)), "concat-linear-2d-bias-crash")):
+        verdict = FuzzSession().evaluate(case)
+        assert not verdict.violations and [b.name for _, b in verdict.known] == [name]
+    for case in (projections_case(), projections_case(0.5, concat=False)):
+        verdict = FuzzSession().evaluate(case)
+        assert not verdict.violations and not verdict.known
