@@ -230,7 +230,7 @@ def _projections(case: Case, ref: Reference, y: Tracked, weights: tuple[tuple[st
         swap = dict(zip(("x1", "x2")[:len(case.inputs) - 1], (w, b), strict=False))  # mm: no bias
         parts.append(_op_result(case, dataclasses.replace(
             ref, env={**ref.env, **{k: eval(e, ref.env) for k, e in swap.items()}},  # noqa: S307 - our table
-            abs_env={**ref.abs_env, **{k: eval(e, ref.env).abs() for k, e in swap.items()}})))  # noqa: S307
+            abs_env={**ref.abs_env, **{k: eval(e, ref.env).abs() for k, e in swap.items()}})))  # noqa: S307 - ours
     return Tracked(torch.cat([p.value for p in parts], -1), torch.cat([p.bound for p in parts], -1),
                    torch.cat([p.mag for p in parts], -1), y.dtype, all(p.exact for p in parts))
 
