@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 
 KEY = "max_autotune_gemm_backends"
 DEFAULT_BACKENDS = "ATEN,TRITON,CPP"  # inductor's max_autotune_gemm_backends default on both versions
+MAX_AUTOTUNE_KEYS = ("max_autotune", "max_autotune_gemm")
+"""Either turns on max-autotune's GEMM choices (the templates of the backend set)."""
 TEMPLATE_BACKENDS = {"cpu": "CPP", "cuda": "TRITON"}
 """The backend whose generated templates a device's cases autotune against ATen."""
 
@@ -26,3 +28,8 @@ def config_backends(config: Mapping[str, object]) -> tuple[str, ...]:
 def join_backends(names: Iterable[str]) -> str:
     """The config value naming `names` (repeats dropped, order kept)."""
     return ",".join(dict.fromkeys(names))
+
+
+def autotuned(config: Mapping[str, object]) -> bool:
+    """Whether a config patch turns max-autotune's GEMM choices on."""
+    return any(config.get(k) for k in MAX_AUTOTUNE_KEYS)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from oracles.model import OutputCheck, Violation
 from oracles.numerics import eager_wrong_too, wrong_elements
 from oracles.signature import AGREES_PREFIX
-from strategies.backends import TEMPLATE_BACKENDS, config_backends
+from strategies.backends import TEMPLATE_BACKENDS, autotuned, config_backends
 from strategies.case import Case
 
 
@@ -61,8 +61,7 @@ def template_may_serve(case: Case) -> bool:
     """Whether a generated template may have computed any of the case's results: max-autotune is on
     and the backend set holds the device's template backend (else every choice is extern)."""
     config = case.config_dict
-    return any(config.get(k) for k in ("max_autotune", "max_autotune_gemm")) \
-        and TEMPLATE_BACKENDS.get(case.device, "") in config_backends(config)
+    return autotuned(config) and TEMPLATE_BACKENDS.get(case.device, "") in config_backends(config)
 
 
 def eager_deviates_too(check: OutputCheck) -> bool:

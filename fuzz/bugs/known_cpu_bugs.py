@@ -15,6 +15,7 @@ from fuzz.bugs.regions import (
     frozen_half_product,
     frozen_linear,
     half_row_product_twice,
+    scaled,
     span,
     static,
     unfrozen,
@@ -34,8 +35,7 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         name="concat-linear-addmm-ignores-scalars",
         oracles=("numerics",),
         signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),  # before lowering: every choice computes it
-        applies=lambda c: concat_linear_addmm(c) and (c.params_dict.get("alpha", 1.0) != 1.0
-                                                      or c.params_dict.get("beta", 1.0) != 1.0),
+        applies=lambda c: concat_linear_addmm(c) and scaled(c),
         untrigger=without_config("cpp.enable_concat_linear"),
         tracking=CONCAT_LINEAR + ", dropping alpha and beta (alpha = 0.5 off by 5)",
         torch_versions=("2.13",),

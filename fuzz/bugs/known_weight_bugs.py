@@ -4,8 +4,9 @@ int8 pattern and fused weights; part of the registry (fuzz.bugs.known_bugs.KNOWN
 from __future__ import annotations
 
 from fuzz.bugs.entry import TEMPLATE, WRONG_VALUES, KnownBug
-from fuzz.bugs.regions import frozen_cpp, replace, with_config, with_input
+from fuzz.bugs.regions import frozen_cpp, replace, scaled, with_config, with_input
 from fuzz.run.values import scale_shape
+from strategies.backends import autotuned
 from strategies.case import INT8_FORMS, Case, TensorSpec
 
 
@@ -29,7 +30,7 @@ def woq_weight_not_contiguous(case: Case) -> bool:
     """A plain compile (no max-autotune: its extern choice copies the weight contiguous) whose woq
     pattern matched, and the int8 weight the module holds, (N, K): input 1, a (K, N) view,
     transposed, is not contiguous (dims of size 1 aside)."""
-    if not woq_matched(case) or any(case.config_dict.get(key) for key in ("max_autotune", "max_autotune_gemm")):
+    if not woq_matched(case) or autotuned(case.config_dict):
         return False
     (k, n), (row, col) = case.inputs[1].shape, case.inputs[1].stride
     return (k > 1 and row != 1) or (n > 1 and col != k)
@@ -116,7 +117,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         signatures=(rf"{WRONG_VALUES}:addmm:\w+(@.+)?",),
         applies=lambda c: (c.op == "addmm" and c.frozen_weights and "add_bias_row" in c.consumers
                            and bool(c.config_dict.get("enable_linear_binary_folding"))
-                           and (c.params_dict.get("alpha", 1) != 1 or c.params_dict.get("beta", 1) != 1)),
+                           and scaled(c)),
         untrigger=with_config(enable_linear_binary_folding=False),
         tracking="repros/binary_folding_addmm_ignores_scalars_plain.py (not yet filed upstream): with freezing "
                  "and enable_linear_binary_folding, any compile mode, `torch.addmm(b, x, W, beta=.., alpha=..) "

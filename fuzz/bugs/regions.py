@@ -215,12 +215,17 @@ def without_config(*keys: str) -> Callable[[Case], Case]:
     return lambda case: replace(case, config={k: v for k, v in case.config_dict.items() if k not in keys})
 
 
+def scaled(case: Case) -> bool:
+    """An alpha or beta other than 1 (the scalars a pass that rewrites addmm may drop)."""
+    return case.params_dict.get("alpha", 1.0) != 1.0 or case.params_dict.get("beta", 1.0) != 1.0
+
+
 def decomposed_addmm_with_scalars(case: Case) -> bool:
     """A CPU addmm with alpha or beta != 1 that decompose_mm_pass rewrites (M <= 1, K and N <= 2048 in
     some call, static shapes)."""
     return (case.device == "cpu" and case.op == "addmm" and not case.dynamic
             and "decompose_mm_pass" in (case.config_dict.get("post_grad_fusion_options") or {})
-            and (case.params_dict.get("alpha", 1.0) != 1.0 or case.params_dict.get("beta", 1.0) != 1.0)
+            and scaled(case)
             and any(x.shape[0] <= 1 and max(w.shape) <= 2048 for x, w, *_ in calls(case)))
 
 

@@ -24,10 +24,9 @@ from fuzz.engine.children import REPO_ROOT, Runner, run_bounded
 from fuzz.engine.machine import repro_caches
 from fuzz.export import plain_run
 from fuzz.export.plain_form import RAISES, VALUE_CHECKS, Form, check_kind
-from strategies.backends import TEMPLATE_BACKENDS, config_backends
+from strategies.backends import TEMPLATE_BACKENDS, autotuned, config_backends
 from strategies.case import Case
 
-MAX_AUTOTUNE_KEYS = ("max_autotune", "max_autotune_gemm")
 FAMILY_BACKENDS = (("triton", "TRITON"), ("cpp", "CPP"), ("extern", "ATEN"), ("aten", "ATEN"))
 """Which backend alone serves a kernel-choice family (`ChoiceRecord.family`, lower-cased prefix)."""
 
@@ -137,7 +136,7 @@ def _backends(form: Form) -> list[str]:
 
 
 def _autotuned(form: Form) -> bool:
-    return form.mode == "max-autotune" or any(dict(form.patch).get(k) for k in MAX_AUTOTUNE_KEYS)
+    return form.mode == "max-autotune" or autotuned(dict(form.patch))
 
 
 def _flip_forms(form: Form, kind: str) -> list[Form]:
@@ -182,7 +181,7 @@ def search(case: Case, violation: Mapping[str, str], run: Callable[[Form], Outco
 
     family, template = family_backend(violation), TEMPLATE_BACKENDS[case.device]  # alone: no winner by timing
     config = {**case.config_dict, **({"max_autotune_gemm_backends": family} if family else {})}
-    mode = "max-autotune" if any(config.get(k) for k in MAX_AUTOTUNE_KEYS) else None
+    mode = "max-autotune" if autotuned(config) else None
     backend = family or (template if kind in VALUE_CHECKS and mode else None)
     pin = {"max_autotune_gemm_backends": backend} if backend else {}
     found = None

@@ -31,6 +31,12 @@ class Consumer:
     magnitude: str = ""  # the code a plain repro's magnitude program (on |inputs|) runs instead
     op_weights: tuple[tuple[str, str], ...] = ()  # the op again on x0 with these (weight, bias), cat after y
 
+    @property
+    def own_magnitude(self) -> bool:
+        """Whether its code on |inputs| is no magnitude (an activation, a negated bias): a plain
+        repro's magnitude program then runs its own (`magnitude`; the op's calls on |weights|)."""
+        return bool(self.magnitude or self.op_weights)
+
 
 LIBM_ROUNDINGS = 4
 """An activation's own error, in float32 roundings (half ulps), where every dtype computes it: e.g.

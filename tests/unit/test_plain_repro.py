@@ -97,6 +97,19 @@ def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) ->
                 namespace["check"](eager, _program_args(case, namespace))
 
 
+def test_the_value_checks_bound_the_projections_step_by_its_own_magnitude() -> None:
+    """The projections step's -x2 bias, run on |inputs|, is no magnitude: with K = 1 the product is
+    smaller than the bias and eager failed its own bound check until the magnitude program took |-x2|."""
+    case = Case.make(op="addmm", device="cpu", value_mode="normal", seed=3, params={"alpha": 1.0}, config={},
+                     inputs=(TensorSpec((64, 1), (1, 1), 0, "float32"), TensorSpec((1, 16), (16, 1), 0, "float32"),
+                             TensorSpec((16,), (1,), 0, "float32")), consumers=("projections",))
+    for violation in (BOUND, NONFINITE):
+        namespace = _up_to_compile(render(case, violation, Form.make(None, {}, False)))
+        assert "def magnitude(" in render(case, violation, Form.make(None, {}, False))
+        with torch.no_grad():
+            namespace["check"](namespace["program"](*_program_args(case, namespace)), _program_args(case, namespace))
+
+
 def test_the_value_checks_leave_out_only_a_known_aten_bugs_region() -> None:
     """The case the H200's CPU drew (bf16 baddbmm, alpha = beta = 0: ATen leaves the output
     uninitialized on oneDNN hosts, eager too) is the registered bug's; with alpha = 1 it is checked."""
