@@ -5,6 +5,7 @@ config it patches, frozen weights, seeded or random inputs, or eager)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,9 @@ class Form:
     frozen: bool = False
     seeded: bool = True
     eager: bool = False
+
+    def __hash__(self) -> int:  # a patched value may be a dict (post_grad_fusion_options)
+        return hash(json.dumps(self.to_json(), sort_keys=True, default=repr))
 
     @classmethod
     def make(cls, mode: str | None, patch: Mapping[str, Any], frozen: bool, seeded: bool = True) -> Form:

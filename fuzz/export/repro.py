@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,14 @@ def export_findings(findings: FindingsStore | Iterable[Finding], repro_dir: Path
                 futures = {threads.submit(check, *written[i]): i for i in queue}
                 for done, future in enumerate(as_completed(futures), 1):
                     i = futures[future]
-                    result, plain = results[i] = future.result()
+                    try:
+                        result, plain = results[i] = future.result()
+                    except Exception as e:  # noqa: BLE001 - a bug of the suite's check: the other checks and the reports go on
+                        emit(f"error: the repro check of {written[i][0].key} failed inside this suite:\n"
+                             + "".join(traceback.format_exception(e)[-6:]).rstrip())
+                        results[i] = ReproResult(
+                            None, f"not checked: the check failed inside this suite ({type(e).__name__}: {e})", 0.0), {}
+                        continue
                     head = f"[{done}/{len(queue)}] repro {written[i][1]}"
                     if result is None:
                         emit(head)

@@ -229,6 +229,20 @@ def test_search_drops_config_keys_and_freezing_that_do_not_matter() -> None:
     assert flips["`max_autotune_gemm_backends='ATEN'`"] == "passed"
 
 
+def test_search_takes_config_values_that_are_dicts() -> None:
+    """decompose_mm_pass is drawn as post_grad_fusion_options={"decompose_mm_pass": {}}: a form with
+    it is tried, kept where it matters and told apart from the form without it (once, a campaign's
+    repro checks died here on an unhashable dict)."""
+    runs: list[Form] = []
+    options = {"decompose_mm_pass": {}}
+    case = Case.make(op="mm", device="cpu", config={"max_autotune": True, "post_grad_fusion_options": options},
+                     inputs=(TensorSpec((2, 3), (3, 1), 0, "float32"), TensorSpec((3, 2), (2, 1), 0, "float32")))
+    found = search(case, EXACT, _fake_run(lambda f: dict(f.patch).get("post_grad_fusion_options") == options, runs))
+    assert found.confirmed and dict(found.form.patch) == {"post_grad_fusion_options": options}
+    assert len(set(runs)) == len(runs) - 1  # only the found form ran twice
+    assert dict(found.flips)["without `post_grad_fusion_options={'decompose_mm_pass': {}}`"].status == "passed"
+
+
 def test_flips_left_for_later_are_the_same_runs_and_none_is_run_twice() -> None:
     """Repro checks find every finding's form first, then run the single changes that make it pass:
     deferred, they give what the search would have given, without rerunning a change it already ran."""

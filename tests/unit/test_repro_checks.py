@@ -125,6 +125,24 @@ def test_repro_checks_show_progress(tmp_path: Path, checks: list[str]) -> None:
     assert all(f.repro and f.repro["seconds"] == 0.2 for f in FindingsStore(tmp_path))
 
 
+def test_a_check_that_fails_inside_the_suite_is_said_and_the_others_go_on(
+        tmp_path: Path, checks: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def export_plain(case_json: Any, violation: dict[str, str], *a: Any, verify: bool, **k: Any) -> dict[str, Any]:
+        if violation["signature"] == "a":
+            raise TypeError("unhashable type: 'dict'")
+        return {"path": "repros/p.py", "verified": verify}
+    monkeypatch.setattr(plain_repro, "export_plain", export_plain)
+    lines: list[str] = []
+    done = repro.export_findings(_store(tmp_path, {"a": False, "b": False}), tmp_path / "repros",
+                                 emit=lines.append, timeout_s=60, jobs=1)
+    assert len(done) == 2 and len(checks) == 2
+    by_sig = {f.signature: f.repro for f in FindingsStore(tmp_path)}
+    assert by_sig["a"]["exit_code"] is None and by_sig["a"]["verdict"] == \
+        "not checked: the check failed inside this suite (TypeError: unhashable type: 'dict')"
+    assert by_sig["b"]["exit_code"] == REPRO_BUG
+    assert any(ln.startswith("error: the repro check of") and "TypeError" in ln for ln in lines)
+
+
 def test_new_findings_are_checked_first_and_none_starts_after_the_time(tmp_path: Path, checks: list[str]) -> None:
     store = _store(tmp_path, {"known-1": True, "new-1": False, "known-2": True, "new-2": False})
     lines: list[str] = []
