@@ -36,13 +36,16 @@ SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
 """How a program may spell its op, as users write it ("call": torch.<op>(...); fuzz.run.programs
 renders each). For addmm/baddbmm every spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
 
-WEIGHT_FORMS = ("plain", "fused", "int8", "int8_tensor", "int8_single")
+WEIGHT_FORMS = ("plain", "fused", "fused_first", "int8", "int8_tensor", "int8_single")
 """How a frozen weight (input 1) is held (fuzz.run.programs renders each): "plain", the parameter
-itself; "fused", the columns n:2n of a fused parameter three times as wide (a qkv weight);
+itself; "fused" / "fused_first", the columns n:2n / 0:n of a fused parameter three times as wide
+(a qkv weight's k / q: a view at an offset, or at the storage's start);
 "int8*", weight-only int8: an int8 buffer stored (N, K) as nn.Linear's and a scale buffer in the
 activation's dtype, per output channel (N,), one 0-d scale, or one (1,) scale, the program
 `(x0 @ w.t().to(x0.dtype)) * scale` (the spelling inductor's woq pattern matches)."""
 INT8_FORMS = ("int8", "int8_tensor", "int8_single")
+FUSED_THIRD = {"fused": 1, "fused_first": 0}
+"""Which third of its fused parameter a fused weight form is."""
 WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
 """Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 
@@ -181,7 +184,7 @@ class Case:
             raise CaseError(f"unknown weight form {self.weight_form!r}; known: {', '.join(WEIGHT_FORMS)}")
         if self.weight_form != "plain" and not self.frozen_weights:
             raise CaseError(f"weight form {self.weight_form!r} needs frozen_weights")
-        if self.weight_form == "fused" and self.op not in FLOAT_PRODUCT_OPS:
+        if self.weight_form in FUSED_THIRD and self.op not in FLOAT_PRODUCT_OPS:
             raise CaseError(f"a fused weight is a float product's operand, not {self.op}'s")
         int8 = self.weight_form in INT8_FORMS
         if int8 and (self.op, self.spelling) != ("mm", "call"):

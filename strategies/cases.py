@@ -12,6 +12,7 @@ from strategies.backends import config_backends, join_backends
 from strategies.case import (
     CONSUMERS,
     FLOAT_PRODUCT_OPS,
+    FUSED_THIRD,
     INT8_FORMS,
     PROJECTION_OPS,
     SPELLINGS,
@@ -320,7 +321,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
 
 def _weight_form(drawn: str, op: str, frozen: bool) -> str:
     """The drawn weight form where it applies (int8: an mm; fused: a float product), else plain."""
-    if not frozen or (drawn in INT8_FORMS and op != "mm") or (drawn == "fused" and op not in FLOAT_PRODUCT_OPS):
+    if not frozen or (drawn in INT8_FORMS and op != "mm") or (drawn in FUSED_THIRD and op not in FLOAT_PRODUCT_OPS):
         return "plain"
     return drawn
 

@@ -27,7 +27,7 @@ from fuzz.run.values import (
     storage_values,
     tiny_scale,
 )
-from strategies.case import INT8_FORMS, Case, TensorSpec, contiguous_strides
+from strategies.case import FUSED_THIRD, INT8_FORMS, Case, TensorSpec, contiguous_strides
 
 
 def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
@@ -288,10 +288,13 @@ def _held_model(case: Case) -> list[str]:
                 f'        self.register_buffer("x2", ({scale}).to(torch.{case.inputs[0].dtype}))', "",
                 "    def forward(self, x0):", "        return program(x0, self.x1, self.x2)", ""]
     args = ", ".join(_fused_args(case, "self"))
-    return ["class Model(torch.nn.Module):  # x1 is the middle third of a fused (qkv-style) frozen parameter",
+    thirds = ["pad"] * 3
+    thirds[FUSED_THIRD[case.weight_form]] = "x1"
+    which = ("first", "middle")[FUSED_THIRD[case.weight_form]]
+    return [f"class Model(torch.nn.Module):  # x1 is the {which} third of a fused (qkv-style) frozen parameter",
             f"    def __init__(self, {', '.join(f'x{i}' for i in range(1, n))}):", "        super().__init__()",
             "        pad = torch.full_like(x1, torch.nan)",
-            "        self.fused = torch.nn.Parameter(torch.cat([pad, x1, pad], dim=-1), requires_grad=False)",
+            f"        self.fused = torch.nn.Parameter(torch.cat([{', '.join(thirds)}], dim=-1), requires_grad=False)",
             *rest, "", "    def forward(self, x0):", f"        return program(x0, {args})", ""]
 
 
@@ -301,9 +304,10 @@ def _held_args(case: Case) -> str:
 
 
 def _fused_args(case: Case, owner: str) -> list[str]:
-    """The weights `owner` passes the program: the fused parameter's middle third (x1), then x2.."""
-    n = case.inputs[1].shape[-1]
-    return [f"{owner}.fused[..., {n}:{2 * n}]", *(f"{owner}.x{i}" for i in range(2, len(case.inputs)))]
+    """The weights `owner` passes the program: the fused parameter's third (x1), then x2.."""
+    n, third = case.inputs[1].shape[-1], FUSED_THIRD[case.weight_form]
+    rest = (f"{owner}.x{i}" for i in range(2, len(case.inputs)))
+    return [f"{owner}.fused[..., {third * n}:{(third + 1) * n}]", *rest]
 
 
 def _second_x0_only(case: Case, form: Form) -> bool:

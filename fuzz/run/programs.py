@@ -20,7 +20,7 @@ import torch
 from fuzz.run.steps import CONSUMERS
 from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
-from strategies.case import INT8_FORMS, Case
+from strategies.case import FUSED_THIRD, INT8_FORMS, Case
 
 Tensor = torch.Tensor
 
@@ -167,11 +167,12 @@ def split_inputs(case: Case, tensors: Sequence[Tensor]) -> tuple[list[Tensor], l
 
 def held_weights(case: Case, weights: Sequence[Tensor]) -> list[Tensor]:
     """What the module holds for the frozen weights (inputs[1:], then an int8 form's scale): the
-    weights; "fused": input 1 as the middle third of a fused weight (NaN in the other thirds, so
+    weights; a fused form: input 1 as its third of a fused weight (NaN in the other thirds, so
     a kernel reading past its slice is seen); an int8 form: input 1 as (N, K), then the scale."""
-    if case.weight_form == "fused":
-        pad = torch.full_like(weights[0], torch.nan)
-        return [torch.cat([pad, weights[0], pad], dim=-1), *weights[1:]]
+    if case.weight_form in FUSED_THIRD:
+        thirds = [torch.full_like(weights[0], torch.nan)] * 3
+        thirds[FUSED_THIRD[case.weight_form]] = weights[0]
+        return [torch.cat(thirds, dim=-1), *weights[1:]]
     if case.weight_form in INT8_FORMS:
         return [weights[0].t(), *weights[1:]]
     return list(weights)
@@ -180,9 +181,9 @@ def held_weights(case: Case, weights: Sequence[Tensor]) -> list[Tensor]:
 def weight_args(case: Case, held: Sequence[Tensor]) -> list[Tensor]:
     """The program's weight arguments from what the module holds: a fused weight's slice, as a
     model's forward takes its share of a fused qkv weight."""
-    if case.weight_form == "fused":
-        n = held[0].shape[-1] // 3
-        return [held[0][..., n:2 * n], *held[1:]]
+    if case.weight_form in FUSED_THIRD:
+        n, third = held[0].shape[-1] // 3, FUSED_THIRD[case.weight_form]
+        return [held[0][..., third * n:(third + 1) * n], *held[1:]]
     return list(held)
 
 

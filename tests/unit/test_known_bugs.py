@@ -587,3 +587,24 @@ def test_the_concat_linear_bugs_still_reproduce_and_are_explained_and_the_step_i
     for case in (projections_case(), projections_case(0.5, concat=False)):
         verdict = FuzzSession().evaluate(case)
         assert not verdict.violations and not verdict.known
+
+
+def fused_weight_case(form: str = "fused", dtype: str = "bfloat16") -> Case:
+    """A frozen CPP-only mm whose weight is a third of a fused parameter, the weight view itself
+    non-dense (a campaign's case: a plain weight so strided goes to mkldnn, no selection at all)."""
+    return Case.make(op="mm", device="cpu", seed=13854, frozen_weights=True, weight_form=form,
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "CPP"},
+                     inputs=(TensorSpec((13, 96), (96, 1), 0, dtype), TensorSpec((96, 24), (96, 2), 0, dtype)))
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_the_sliced_weight_bug_is_confirmed_by_the_first_slice_which_the_template_reads_right(dtype: str) -> None:
+    bug = REGIONS["cpp-gemm-frozen-sliced-weight"]
+    assert bug.applies(fused_weight_case(dtype=dtype)) and not bug.applies(fused_weight_case("fused_first", dtype))
+    assert bug.untrigger(fused_weight_case(dtype=dtype)) == fused_weight_case("fused_first", dtype)
+    session = FuzzSession()
+    verdict = session.evaluate(fused_weight_case(dtype=dtype))
+    assert not verdict.violations and [b.name for _, b in verdict.known] == ["cpp-gemm-frozen-sliced-weight"]
+    first = session.evaluate(fused_weight_case("fused_first", dtype))
+    assert not first.violations and not first.known and first.observation.choices  # the template served, right
