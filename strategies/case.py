@@ -36,15 +36,20 @@ SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
 """How a program may spell its op, as users write it ("call": torch.<op>(...); fuzz.run.programs
 renders each). For addmm/baddbmm every spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
 
-WEIGHT_FORMS = ("plain", "fused", "fused_first", "int8", "int8_tensor", "int8_single")
+WEIGHT_FORMS = ("plain", "fused", "fused_first", "cast", "int8", "int8_tensor", "int8_single")
 """How a frozen weight (input 1) is held (fuzz.run.programs renders each): "plain", the parameter
 itself; "fused" / "fused_first", the columns n:2n / 0:n of a fused parameter three times as wide
-(a qkv weight's k / q: a view at an offset, or at the storage's start);
+(a qkv weight's k / q: a view at an offset, or at the storage's start); "cast", float16/bfloat16 math
+on float32 tensors: the module holds its weights in float32 and gets a float32 activation, and
+casts each to the case's dtype in forward (`x.half() @ w.half()`: what CPU autocast does);
 "int8*", weight-only int8: an int8 buffer stored (N, K) as nn.Linear's and a scale buffer in the
 activation's dtype, per output channel (N,), one 0-d scale, or one (1,) scale, the program
 `(x0 @ w.t().to(x0.dtype)) * scale` (the spelling inductor's woq pattern matches)."""
 INT8_FORMS = ("int8", "int8_tensor", "int8_single")
 FUSED_THIRD = {"fused": 1, "fused_first": 0}
+CAST_DTYPES = ("float16", "bfloat16")
+"""The dtypes the "cast" form computes in (from float32, CAST_FROM)."""
+CAST_FROM = "float32"
 """Which third of its fused parameter a fused weight form is."""
 WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
 """Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
@@ -115,7 +120,8 @@ class Case:
     compile once per kernel choice (only that choice allowed) and check each one's numbers.
     `shared_storage`: inputs (of the same dtype) that are views of one storage, so they alias.
     `warm_cache`: compile with inductor's FX graph cache on (the user's default), then once more
-    from that cache (a user's second run) and check that program's outputs too.
+    from that cache (a user's second run; frozen: another model of the same architecture, on
+    other values) and check that program's outputs too.
     `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum.
     `weight_form`: how the module holds a frozen weight (WEIGHT_FORMS; "plain": the weight itself).
     """
@@ -186,6 +192,10 @@ class Case:
             raise CaseError(f"weight form {self.weight_form!r} needs frozen_weights")
         if self.weight_form in FUSED_THIRD and self.op not in FLOAT_PRODUCT_OPS:
             raise CaseError(f"a fused weight is a float product's operand, not {self.op}'s")
+        if self.weight_form == "cast" and (self.op not in FLOAT_PRODUCT_OPS
+                                           or any(t.dtype not in CAST_DTYPES for t in self.inputs)):
+            raise CaseError(f"the cast form computes a float product in {' or '.join(CAST_DTYPES)}, not "
+                            f"{self.op} on {', '.join(sorted({t.dtype for t in self.inputs}))}")
         int8 = self.weight_form in INT8_FORMS
         if int8 and (self.op, self.spelling) != ("mm", "call"):
             raise CaseError("an int8 weight form is an mm spelled as the woq pattern (spelling 'call')")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from oracles.templates import cpp_eligible, triton_eligible
 from strategies.backends import config_backends, join_backends
 from strategies.case import (
+    CAST_DTYPES,
     CONSUMERS,
     FLOAT_PRODUCT_OPS,
     FUSED_THIRD,
@@ -258,7 +259,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     # lets the shrinker turn one off without reshuffling the draws after it.
     every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
     spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
-    warm = draw(rarely(4))  # the user's FX graph cache: inductor bypasses it for frozen graphs
+    warm = draw(rarely(4))  # the user's FX graph cache (frozen graphs too: OSS inductor caches them)
     form = draw(st.sampled_from(("plain", *WEIGHT_FORMS)))  # a frozen weight's form: plain in a third, shrinks to it
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
@@ -282,7 +283,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))
     frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze
-    form = _weight_form(form, op, frozen)
+    form = _weight_form(form, op, frozen, dtype)
     if form in INT8_FORMS:  # the woq pattern's spelling; the steps that read x1 as a float (K, N) go
         spelling, consumers = "call", tuple(c for c in consumers if c not in WEIGHT_READING_STEPS)
     kinds: tuple[str, ...] = STRIDE_KINDS if "mutate_input" not in consumers \
@@ -314,14 +315,16 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and tf32,
         reduced_precision=device == "cuda" and half and reduce,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
-        every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm and not frozen,
+        every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm,
         weight_form=form,
     )
 
 
-def _weight_form(drawn: str, op: str, frozen: bool) -> str:
-    """The drawn weight form where it applies (int8: an mm; fused: a float product), else plain."""
-    if not frozen or (drawn in INT8_FORMS and op != "mm") or (drawn in FUSED_THIRD and op not in FLOAT_PRODUCT_OPS):
+def _weight_form(drawn: str, op: str, frozen: bool, dtype: str) -> str:
+    """The drawn weight form where it applies (int8: an mm; fused: a float product; cast: one in
+    float16/bfloat16), else plain."""
+    if not frozen or (drawn in INT8_FORMS and op != "mm") or (drawn in FUSED_THIRD and op not in FLOAT_PRODUCT_OPS) \
+            or (drawn == "cast" and (op not in FLOAT_PRODUCT_OPS or dtype not in CAST_DTYPES)):
         return "plain"
     return drawn
 

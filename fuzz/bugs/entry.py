@@ -38,11 +38,12 @@ class KnownBug:
                 and any(torch_version.startswith(p) for p in self.torch_versions)
                 and (self.lives_in != TEMPLATE or template_may_serve(case)))
 
-    def fits(self, violation: Violation, check: OutputCheck | None) -> bool:
+    def fits(self, violation: Violation, check: OutputCheck | None, others: bool = False) -> bool:
         """The violation comes from a choice this bug can be in, and (for a wrong value, `check` the
         output it judged) its deviation is the bug's: an ATen bug's shows in eager at every element
-        where the compiled output deviates; a fingerprint, where the entry has one, holds."""
-        family = violation.parsed.choice  # "" for an autotuned result, which may come from any choice
+        where the compiled output deviates; a fingerprint, where the entry has one, holds. `others`:
+        the program makes other autotuned selections, so a single choice's output carries theirs too."""
+        family = "" if others else violation.parsed.choice  # "": an autotuned result, from any choice
         if self.lives_in == ATEN and family and not family.startswith("aten::"):
             return False
         if self.lives_in == TEMPLATE and family.startswith("aten::"):

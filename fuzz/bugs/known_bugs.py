@@ -264,11 +264,12 @@ def process_killer(case: Case, torch_version: str, registry: tuple[KnownBug, ...
 
 def candidates(violations: list[Violation], case: Case, torch_version: str,
                registry: tuple[KnownBug, ...] = KNOWN_BUGS,
-               checks: Mapping[str, OutputCheck] | None = None) -> list[tuple[Violation, KnownBug | None]]:
+               checks: Mapping[str, OutputCheck] | None = None,
+               selections: int = 1) -> list[tuple[Violation, KnownBug | None]]:
     """Each violation with the registered bug whose region, signature, message and choice it
     matches and, where `checks` (OutputCheck by label) holds the output it judged, whose deviation
-    it shows (KnownBug.fits); None: none does. A match still has to vanish without the trigger to
-    count as known."""
-    found = checks or {}
-    return [(v, next((b for b in registry if b.matches(v, case, torch_version) and b.fits(v, found.get(v.output))),
-                     None)) for v in violations]
+    it shows (KnownBug.fits, told whether the program made other autotuned `selections`); None:
+    none does. A match still has to vanish without the trigger to count as known."""
+    found, others = checks or {}, selections > 1
+    return [(v, next((b for b in registry if b.matches(v, case, torch_version)
+                      and b.fits(v, found.get(v.output), others)), None)) for v in violations]

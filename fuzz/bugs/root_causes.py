@@ -79,6 +79,13 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/fx_passes/decompose_mem_bound_mm.py: decompose_addmm's pattern "
               "`CallFunction(aten.addmm, Arg(), Arg(), Arg())` also matches addmm with beta/alpha kwargs, and its "
               "replacement `sum(mat2[:, :, None] * mat3[None, :, :], dim=-2) + mat1` ignores them"),
+    RootCause("fx-graph-cache-frozen-packed-weight",
+              "[inductor][cpu] FX graph cache hit for a frozen model of the same architecture reuses the CPP GEMM "
+              "template's packed weight of the model first compiled (wrong results)",
+              ("fx-graph-cache-frozen-cpp-packed-weight",),
+              "torch/_inductor/codecache.py (FxGraphCachePickler: a non-inlined frozen parameter is keyed by its "
+              "metadata only) with torch/_inductor/codegen/cpp_gemm_template.py (prep_weight packs the weight's "
+              "values into a new graph constant, which the cached module keeps)"),
     RootCause("binary-folding-addmm-scalars",
               "[inductor] freezing's linear binary folding folds an add of a weight-derived constant into addmm "
               "as if beta = alpha = 1 (wrong results)",

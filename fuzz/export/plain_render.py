@@ -27,7 +27,7 @@ from fuzz.run.values import (
     storage_values,
     tiny_scale,
 )
-from strategies.case import FUSED_THIRD, INT8_FORMS, Case, TensorSpec, contiguous_strides
+from strategies.case import CAST_FROM, FUSED_THIRD, INT8_FORMS, Case, TensorSpec, contiguous_strides
 
 
 def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
@@ -265,10 +265,18 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     helper = [s for s in first + second if s.nan_outside or s.nonfinite]
     if helper:
         lines += ["", *_strided_helper(case, any(s.nonfinite for s in helper)), ""]
-    lines += ["", *_make_inputs("make_inputs", _build(case, case.inputs, first, form.seeded), len(case.inputs))]
-    second_lines = _build(case, case.second_call, second, form.seeded)
-    if case.second_call and not _second_x0_only(case, form):
-        lines += ["", *_make_inputs("make_second_inputs", second_lines, len(case.second_call))]
+    second_lines: list[str] = []
+    warm = case.warm_cache and not form.eager and _in_module(case, form)  # loaded from the cache: other weights
+    for prefix, values in (("make", case), *((("make_other", programs.warm_cache_values(case)),) if warm else ())):
+        first, second = _storages(values, case.inputs, form.seeded), \
+            _storages(values, case.second_call, form.seeded) if case.second_call else []
+        if _second_x0_only(case, form):
+            second = [s for s in second if s.group == [0]]
+        built = _build(values, case.inputs, first, form.seeded)
+        lines += ["", *_make_inputs(f"{prefix}_inputs", built, len(case.inputs))]
+        second_lines = _build(values, case.second_call, second, form.seeded)
+        if case.second_call and not _second_x0_only(case, form):
+            lines += ["", *_make_inputs(f"{prefix}_second_inputs", second_lines, len(case.second_call))]
     lines += ["", *_compile_and_call(case, form, kind, second_lines)]
     return "\n".join(lines) + "\n"
 
@@ -287,7 +295,17 @@ def _held_model(case: Case) -> list[str]:
                 '        self.register_buffer("x1", x1.t())',
                 f'        self.register_buffer("x2", ({scale}).to(torch.{case.inputs[0].dtype}))', "",
                 "    def forward(self, x0):", "        return program(x0, self.x1, self.x2)", ""]
-    args = ", ".join(_fused_args(case, "self"))
+    if case.weight_form == "cast":
+        weights = [f"x{i}" for i in range(1, n)]
+        return [f"class Model(torch.nn.Module):  # {CAST_FROM} weights and input, math in {case.inputs[0].dtype} "
+                "(what CPU autocast does)",
+                f"    def __init__(self, {', '.join(weights)}):", "        super().__init__()",
+                *(f"        self.{w} = torch.nn.Parameter({w}.to(torch.{CAST_FROM}), requires_grad=False)"
+                  for w in weights), "",
+                "    def forward(self, x0):",
+                f"        return program(x0.to(torch.{case.inputs[0].dtype}), {', '.join(_weight_args(case, 'self'))})",
+                ""]
+    args = ", ".join(_weight_args(case, "self"))
     thirds = ["pad"] * 3
     thirds[FUSED_THIRD[case.weight_form]] = "x1"
     which = ("first", "middle")[FUSED_THIRD[case.weight_form]]
@@ -300,11 +318,14 @@ def _held_model(case: Case) -> list[str]:
 
 def _held_args(case: Case) -> str:
     """The program's weight arguments, read from the module `model` (a weight form)."""
-    return "[model.x1, model.x2]" if case.weight_form in INT8_FORMS else f"[{', '.join(_fused_args(case, 'model'))}]"
+    return "[model.x1, model.x2]" if case.weight_form in INT8_FORMS else f"[{', '.join(_weight_args(case, 'model'))}]"
 
 
-def _fused_args(case: Case, owner: str) -> list[str]:
-    """The weights `owner` passes the program: the fused parameter's third (x1), then x2.."""
+def _weight_args(case: Case, owner: str) -> list[str]:
+    """The weights `owner` (a fused or cast form's Model) passes the program: the fused parameter's
+    third (x1), then x2..; or each cast to the case's dtype."""
+    if case.weight_form == "cast":
+        return [f"{owner}.x{i}.to(torch.{t.dtype})" for i, t in enumerate(case.inputs[1:], 1)]
     n, third = case.inputs[1].shape[-1], FUSED_THIRD[case.weight_form]
     rest = (f"{owner}.x{i}" for i in range(2, len(case.inputs)))
     return [f"{owner}.fused[..., {third * n}:{(third + 1) * n}]", *rest]
@@ -336,14 +357,21 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
     patch = {**dict(form.patch), **({"freezing": True} if form.frozen else {})}
     contexts = (["torch.no_grad()"] if form.frozen else []) + \
         ([f"torch._inductor.config.patch({patch!r})"] if patch else [])
-    body = []
-    if case.warm_cache and not form.eager:  # the checked program is the one loaded from the cache
-        body += [f"compiled({'make_inputs()[0]' if module else '*make_inputs()'})  # fills inductor's FX graph "
-                 "cache (on by default)", "torch._dynamo.reset()",
-                 f"compiled = torch.compile({target}{options})  # this one loads the graph from that cache"]
-    for maker, first in (("make_inputs", True), ("make_second_inputs", False))[: 2 if case.second_call else 1]:
+    cast = f".to(torch.{CAST_FROM})" if case.weight_form == "cast" else ""  # the Model casts it back
+    body, makers = [], ("make_inputs", "make_second_inputs")
+    if case.warm_cache and not form.eager:  # the checked program: the one loaded from the cache (frozen: other weights)
+        body += [f"compiled({f'make_inputs()[0]{cast}' if module else '*make_inputs()'})  # fills inductor's FX graph "
+                 "cache (on by default)", "torch._dynamo.reset()"]
+        if case.weight_form != "plain":
+            body += ["model = Model(*make_other_inputs()[1:])  # another model of the same architecture",
+                     f"weights = {_held_args(case)}"]
+        elif module:
+            body += ["weights = make_other_inputs()[1:]  # another model of the same architecture"]
+        body += [f"compiled = torch.compile({target}{options})  # this one loads the graph from that cache"]
+        makers = ("make_other_inputs", "make_other_second_inputs") if module else makers
+    for maker, first in ((makers[0], True), (makers[1], False))[: 2 if case.second_call else 1]:
         marks = [(i, d) for i, d in case.mark_dynamic if first and (not module or i == 0)]
-        args = f"{maker}()[0]" if module else f"{maker}()"
+        args = f"{maker}()[0]{cast}" if module else f"{maker}()"
         if marks:
             body += [f"args = {args}", *(f"torch._dynamo.mark_dynamic(args{'' if module else f'[{i}]'}, {d})"
                                          for i, d in marks)]
@@ -352,7 +380,7 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
         expected = f"[{maker}()[0], *weights]" if module else f"{maker}()"
         if not first and _second_x0_only(case, form):
             body += [second_lines[0] + "  # the second call: a new x0, the same frozen weights", *second_lines[1:]]
-            call, expected = "compiled(x0)", "[x0, *weights]"
+            call, expected = f"compiled(x0{cast})", "[x0, *weights]"
         body.append(call if kind == RAISES else f"check({call}, {expected})")
     if contexts:
         lines += [f"with {', '.join(contexts)}:", *(f"    {b}" for b in body)]

@@ -108,19 +108,13 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     timings = Timings()
     grad = torch.no_grad() if case.frozen_weights else contextlib.nullcontext()
     with _precision(case), grad:
-        eager = _Run()
         try:
-            with timings.phase("eager and reference"):
-                inputs = [materialize(case, specs) for specs in _calls(case)]
-                wide = [[t.detach().double() for t in call] for call in inputs]  # before eager may mutate them
-                for call in inputs:
-                    eager.add(programs.run(case, call), programs.split_inputs(case, call)[0])
+            eager, references = _eager(case, timings)
         except Exception as e:  # noqa: BLE001 - the op rejects the case: recorded, not a finding
             obs.eager_failure = describe_failure(e)
             return obs
-        references = _References(case, wide, timings)
         salt = uuid.uuid4().hex if case.warm_cache else ""  # the FX graph cache's key for this case alone
-        compiled, failure, rec = _compile_and_run(case, len(wide), timings=timings, salt=salt)
+        compiled, failure, rec = _compile_and_run(case, len(eager.values), timings=timings, salt=salt)
         obs.selections, obs.post_grad_targets, obs.lowered = rec.selections, rec.post_grad_targets, rec.lowered
         obs.placements = rec.placements
         obs.compile_failure = failure
@@ -128,7 +122,7 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
             obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
         if case.warm_cache and compiled is not None:
             with timings.phase("warm-cache compile"):
-                _check_warm_cache(case, obs, eager, references, salt)
+                _check_warm_cache(case, obs, timings, salt)
         if case.every_choice and failure is None:
             with timings.phase("single-choice compiles"):
                 _check_every_choice(case, obs, eager, references, rec.padding)
@@ -136,6 +130,17 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
     if ledger is not None:
         ledger.note(obs)
     return obs
+
+
+def _eager(case: Case, timings: Timings) -> tuple[_Run, _References]:
+    """Eager's outputs of every call, and the references of its inputs (raises what eager raises)."""
+    eager = _Run()
+    with timings.phase("eager and reference"):
+        inputs = [materialize(case, specs) for specs in _calls(case)]
+        wide = [[t.detach().double() for t in call] for call in inputs]  # before eager may mutate them
+        for call in inputs:
+            eager.add(programs.run(case, call), programs.split_inputs(case, call)[0])
+    return eager, _References(case, wide, timings)
 
 
 class _References:
@@ -215,18 +220,23 @@ def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
     return out
 
 
-def _check_warm_cache(case: Case, obs: Observation, eager: _Run, references: _References, salt: str) -> None:
+def _check_warm_cache(case: Case, obs: Observation, timings: Timings, salt: str) -> None:
     """Compile the program again with the first compile's salt, so that it loads from the FX graph
-    cache (`obs.warm_cache_hit` says whether it did: frozen graphs, say, are not cached), and
+    cache (`obs.warm_cache_hit` says whether it did), frozen on other weights (programs.warm_cache_values), and
     check its outputs; a failure there is the case's compile failure."""
+    other = programs.warm_cache_values(case)
+    try:
+        eager, references = _eager(other, timings)
+    except Exception:  # noqa: BLE001 - eager rejects these values (it ran the case's own): nothing to check
+        return
     hits = observe.fx_graph_cache_hits()
-    outputs, failure, _ = _compile_and_run(case, len(eager.values), salt=salt)
+    outputs, failure, _ = _compile_and_run(other, len(eager.values), salt=salt)
     obs.warm_cache_hit = observe.fx_graph_cache_hits() > hits
     if failure is not None:
         obs.compile_failure = dataclasses.replace(failure, message=f"from the FX graph cache: {failure.message}")
     elif outputs is not None:
-        obs.results.extend(_checks(eager, outputs, references.of(kernel_model(case, obs.choices)),
-                                   via=" (FX graph cache)"))
+        obs.results.extend(_checks(eager, outputs, references.of(kernel_model(other, obs.choices)),
+                                   via=" (FX graph cache" + (", other weights)" if other != case else ")")))
 
 
 def single_choice_plan(selections: Sequence[SelectionEvent]) -> list[tuple[int, SelectionEvent, list[ChoiceRecord]]]:

@@ -66,7 +66,8 @@ class FuzzSession:
         new, known = [], []
         untriggered: dict[str, set[Signature] | None] = {}
         checks = {c.label: c for c in obs.results}
-        for violation, bug in candidates(violations, case, obs.torch_version, self.registry, checks):
+        for violation, bug in candidates(violations, case, obs.torch_version, self.registry, checks,
+                                         len(obs.selections)):
             if bug is not None and bug.name not in untriggered:
                 began = time.perf_counter()
                 untriggered[bug.name] = self._signatures_without(bug, case)

@@ -395,8 +395,10 @@ def test_the_zero_scalar_entry_needs_cuda_and_a_zero_alpha_or_beta_and_undoes_on
     assert bug.matches(exact, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
     assert bug.fits(exact, output_check(compiled=[float("nan"), 2.0]))  # its fingerprint: NaN
     assert not bug.fits(exact, output_check(compiled=[1.5, 2.0]))  # a finite wrong value is another bug
-    assert not bug.fits(dataclasses.replace(found, signature="nonfinite:baddbmm:float16@aten::baddbmm"),
-                        output_check(compiled=[float("nan"), 2.0]))  # not in an extern kernel
+    extern = dataclasses.replace(found, signature="nonfinite:baddbmm:float16@aten::baddbmm")
+    assert not bug.fits(extern, output_check(compiled=[float("nan"), 2.0]))  # not in an extern kernel
+    # unless the program makes other selections: they still autotune when this one keeps its extern choice
+    assert bug.fits(extern, output_check(compiled=[float("nan"), 2.0]), others=True)
     autotuned = dataclasses.replace(found, signature="nonfinite:baddbmm:float16")  # the autotuned result: any choice's
     assert bug.matches(autotuned, zero_scalar_case(0.0, 0.0), "2.11.0+cu130")
     for extern_only in ({"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"}, {}):
@@ -608,3 +610,24 @@ def test_the_sliced_weight_bug_is_confirmed_by_the_first_slice_which_the_templat
     assert not verdict.violations and [b.name for _, b in verdict.known] == ["cpp-gemm-frozen-sliced-weight"]
     first = session.evaluate(fused_weight_case("fused_first", dtype))
     assert not first.violations and not first.known and first.observation.choices  # the template served, right
+
+
+def warm_frozen_case(backends: str = "CPP") -> Case:
+    """A frozen fp16 mm compiled twice with the FX graph cache on, the second time on other weights."""
+    return Case.make(op="mm", device="cpu", seed=1, frozen_weights=True, warm_cache=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": backends},
+                     inputs=(TensorSpec((8, 32), (32, 1), 0, "float16"), TensorSpec((32, 24), (24, 1), 0, "float16")))
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_a_frozen_model_loaded_from_the_fx_graph_cache_with_other_weights_is_checked() -> None:
+    """The warm-cache compile runs another model of the same architecture: the CPP template's
+    packed weight of the first one, kept in the cached graph, is caught; ATen alone is right."""
+    bug = REGIONS["fx-graph-cache-frozen-cpp-packed-weight"]
+    assert bug.applies(warm_frozen_case()) and not bug.applies(bug.untrigger(warm_frozen_case()))
+    verdict = FuzzSession().evaluate(warm_frozen_case())
+    assert verdict.observation.warm_cache_hit and not verdict.violations
+    assert [(v.message.split(" float16")[0], b.name) for v, b in verdict.known] == [
+        ("mm call0/out0 (FX graph cache, other weights)", "fx-graph-cache-frozen-cpp-packed-weight")]
+    aten = FuzzSession().evaluate(warm_frozen_case("ATEN"))
+    assert aten.observation.warm_cache_hit and not aten.violations and not aten.known

@@ -82,9 +82,10 @@ NONFINITE = {"oracle": "numerics", "severity": "wrong result", "signature": "non
 @given(cases(device="cpu"))
 def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) -> None:
     """A check that failed eager too would call any compiled result wrong (negative alpha once did)."""
+    other_model = case.warm_cache and case.frozen_weights  # a second model's inputs: a function more
     for violation in (BOUND, NONFINITE, EXACT, CRASH):
         script = render(case, violation, Form.make("max-autotune", case.config_dict, case.frozen_weights))
-        assert len(script.splitlines()) <= 60, script
+        assert len(script.splitlines()) <= 60 + (4 + len(case.inputs) if other_model else 0), script
     if case.inputs[0].dtype.startswith(("float", "bfloat")) and case.op not in ("int_mm", "scaled_mm") \
             and known_aten_bug(case) is None:  # where eager is known wrong, the check must fail it
         for violation in (BOUND, NONFINITE):
