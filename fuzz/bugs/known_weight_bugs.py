@@ -146,4 +146,18 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         devices=("cpu",),
         lives_in=TEMPLATE,
     ),
+    KnownBug(
+        name="fx-graph-cache-frozen-0d-param",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
+        messages=(r"\(FX graph cache, other weights\)",),  # only the program loaded from the cache
+        applies=lambda c: c.frozen_weights and c.warm_cache and any(not t.shape for t in c.inputs[1:]),
+        untrigger=lambda c: replace(c, warm_cache=False),
+        tracking="repros/fx_graph_cache_frozen_0d_param_plain.py (not yet filed upstream; found by a 10-minute "
+                 "CPU campaign's warm-cache compile of a frozen baddbmm): with freezing and the FX graph cache on, "
+                 "any compile mode and backend, a second model whose 0-d parameter (a scalar bias) differs loads "
+                 "the first one's graph, with the first model's scalar inlined (off by their difference)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
 )

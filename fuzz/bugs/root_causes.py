@@ -80,9 +80,9 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "`CallFunction(aten.addmm, Arg(), Arg(), Arg())` also matches addmm with beta/alpha kwargs, and its "
               "replacement `sum(mat2[:, :, None] * mat3[None, :, :], dim=-2) + mat1` ignores them"),
     RootCause("fx-graph-cache-frozen-packed-weight",
-              "[inductor][cpu] FX graph cache hit for a frozen model of the same architecture reuses the CPP GEMM "
-              "template's packed weight of the model first compiled (wrong results)",
-              ("fx-graph-cache-frozen-cpp-packed-weight",),
+              "[inductor][cpu] FX graph cache hit for a frozen model of the same architecture reuses values of the "
+              "model first compiled: the CPP GEMM template's packed weight, an inlined 0-d parameter (wrong results)",
+              ("fx-graph-cache-frozen-cpp-packed-weight", "fx-graph-cache-frozen-0d-param"),
               "torch/_inductor/codecache.py (FxGraphCachePickler: a non-inlined frozen parameter is keyed by its "
               "metadata only) with torch/_inductor/codegen/cpp_gemm_template.py (prep_weight packs the weight's "
               "values into a new graph constant, which the cached module keeps)"),

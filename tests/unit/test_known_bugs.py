@@ -631,3 +631,18 @@ def test_a_frozen_model_loaded_from_the_fx_graph_cache_with_other_weights_is_che
         ("mm call0/out0 (FX graph cache, other weights)", "fx-graph-cache-frozen-cpp-packed-weight")]
     aten = FuzzSession().evaluate(warm_frozen_case("ATEN"))
     assert aten.observation.warm_cache_hit and not aten.violations and not aten.known
+
+
+def test_the_0d_parameter_cache_entry_needs_a_frozen_warm_case_with_a_scalar_weight() -> None:
+    bug = REGIONS["fx-graph-cache-frozen-0d-param"]
+    scalar_bias = Case.make(op="addmm", device="cpu", frozen_weights=True, warm_cache=True, config={},
+                            inputs=(TensorSpec((4, 8), (8, 1), 0, "float32"), TensorSpec((8, 5), (5, 1), 0, "float32"),
+                                    TensorSpec((), (), 0, "float32")))
+    assert bug.applies(scalar_bias) and not bug.applies(bug.untrigger(scalar_bias))
+    row_bias = dataclasses.replace(scalar_bias, inputs=(*scalar_bias.inputs[:2], TensorSpec((5,), (1,), 0, "float32")))
+    assert not bug.applies(row_bias) and not bug.applies(dataclasses.replace(scalar_bias, frozen_weights=False))
+    found = Violation("numerics", "wrong result", "tolerance:addmm:float32",
+                      "addmm call0/out0 (FX graph cache, other weights) float32: 3 of 20 element(s) exceed")
+    assert bug.matches(found, scalar_bias, "2.13.0+cpu")
+    assert not bug.matches(dataclasses.replace(found, message="addmm call0/out0 float32: 3 of 20"), scalar_bias,
+                           "2.13.0+cpu")  # the first compile's own result: another bug
