@@ -47,10 +47,10 @@ activation's dtype, per output channel (N,), one 0-d scale, or one (1,) scale, t
 `(x0 @ w.t().to(x0.dtype)) * scale` (the spelling inductor's woq pattern matches)."""
 INT8_FORMS = ("int8", "int8_tensor", "int8_single")
 FUSED_THIRD = {"fused": 1, "fused_first": 0}
-CAST_DTYPES = ("float16", "bfloat16")
-"""The dtypes the "cast" form computes in (from float32, CAST_FROM)."""
-CAST_FROM = "float32"
 """Which third of its fused parameter a fused weight form is."""
+CAST_DTYPES = ("float16", "bfloat16")
+"""The dtypes the "cast" form computes in (from CAST_FROM)."""
+CAST_FROM = "float32"
 WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
 """Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 

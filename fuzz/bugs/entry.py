@@ -86,6 +86,8 @@ compiled agree, the float64 reference differs (reported apart; never new)."""
 BATCHED_OPS = ("bmm", "baddbmm", "matmul")
 HALF = ("bfloat16", "float16")
 WRONG_VALUES = r"(exact-mismatch|tolerance|nonfinite)"  # the numerics signatures of a wrong value
+PRODUCT_WRONG_VALUES = (rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",)
+"""A wrong value of an op with a weight operand (x1), autotuned or any single choice's."""
 EAGER_AGREED = f"({re.escape(AGREES_PREFIX)})"  # eager agrees: an ATen bug's signature, optional
 
 

@@ -3,7 +3,7 @@ fusions): part of the registry (fuzz.bugs.known_bugs.KNOWN_BUGS), kept apart by 
 
 from __future__ import annotations
 
-from fuzz.bugs.entry import HALF, WRONG_VALUES, KnownBug
+from fuzz.bugs.entry import HALF, PRODUCT_WRONG_VALUES, WRONG_VALUES, KnownBug
 from fuzz.bugs.regions import (
     CPP_COMPILE_ERROR,
     MKL_M0_PACK_MIN_WEIGHT,
@@ -231,7 +231,7 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         name="cpp-gemm-frozen-weight-storage-offset",
         oracles=("numerics",),
         # any choice's single-choice compile: the program's other selections (a cat's mm) still pick CPP
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
+        signatures=PRODUCT_WRONG_VALUES,
         applies=lambda c: frozen_cpp(c) and c.inputs[1].offset != 0,  # mm_plus_mm: x0 @ x1 is the linear
         untrigger=weight_at_offset_zero,
         tracking="repros/cpp_gemm_frozen_weight_offset.py (not yet filed upstream; "

@@ -3,8 +3,11 @@ int8 pattern and fused weights; part of the registry (fuzz.bugs.known_bugs.KNOWN
 
 from __future__ import annotations
 
-from fuzz.bugs.entry import TEMPLATE, WRONG_VALUES, KnownBug
+import re
+
+from fuzz.bugs.entry import PRODUCT_WRONG_VALUES, TEMPLATE, WRONG_VALUES, KnownBug
 from fuzz.bugs.regions import frozen_cpp, replace, scaled, with_config, with_input
+from fuzz.run.programs import OTHER_WEIGHTS
 from fuzz.run.values import scale_shape
 from strategies.backends import autotuned
 from strategies.case import INT8_FORMS, Case, TensorSpec
@@ -100,7 +103,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="cpp-gemm-frozen-sliced-weight",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
+        signatures=PRODUCT_WRONG_VALUES,
         applies=lambda c: frozen_cpp(c) and c.weight_form == "fused",
         # the slice at the storage's start: the template still serves (a plain non-dense bf16 weight
         # goes to mkldnn's packed linear, no selection at all) and reads it right
@@ -131,8 +134,8 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="fx-graph-cache-frozen-cpp-packed-weight",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
-        messages=(r"\(FX graph cache, other weights\)",),  # only the program loaded from the cache
+        signatures=PRODUCT_WRONG_VALUES,
+        messages=(re.escape(OTHER_WEIGHTS),),  # only the program loaded from the cache
         applies=lambda c: frozen_cpp(c) and c.warm_cache,
         untrigger=lambda c: replace(c, warm_cache=False),
         tracking="repros/fx_graph_cache_frozen_cpp_packed_weight_plain.py (not yet filed upstream; found by the "
@@ -149,8 +152,8 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="fx-graph-cache-frozen-0d-param",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm):\w+(@.+)?",),
-        messages=(r"\(FX graph cache, other weights\)",),  # only the program loaded from the cache
+        signatures=PRODUCT_WRONG_VALUES,
+        messages=(re.escape(OTHER_WEIGHTS),),  # only the program loaded from the cache
         applies=lambda c: c.frozen_weights and c.warm_cache and any(not t.shape for t in c.inputs[1:]),
         untrigger=lambda c: replace(c, warm_cache=False),
         tracking="repros/fx_graph_cache_frozen_0d_param_plain.py (not yet filed upstream; found by a 10-minute "

@@ -258,20 +258,19 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
                   f"(torch.nn.Parameter(x, requires_grad=False) for x in ({weights}))", "",
                   "    def forward(self, x0):",
                   f"        return program(x0, {', '.join(f'self.x{i}' for i in range(1, n))})", ""]
-    first = _storages(case, case.inputs, form.seeded)
-    second = _storages(case, case.second_call, form.seeded) if case.second_call else []
-    if _second_x0_only(case, form):
-        second = [s for s in second if s.group == [0]]
-    helper = [s for s in first + second if s.nan_outside or s.nonfinite]
+    warm = case.warm_cache and not form.eager and _in_module(case, form)  # loaded from the cache: other weights
+    sets = []  # (function prefix, the values' case, first call's storages, second call's)
+    for prefix, values in (("make", case), *((("make_other", programs.warm_cache_values(case)),) if warm else ())):
+        first = _storages(values, case.inputs, form.seeded)
+        second = _storages(values, case.second_call, form.seeded) if case.second_call else []
+        if _second_x0_only(case, form):
+            second = [s for s in second if s.group == [0]]
+        sets.append((prefix, values, first, second))
+    helper = [s for s in sets[0][2] + sets[0][3] if s.nan_outside or s.nonfinite]  # other values: same layouts
     if helper:
         lines += ["", *_strided_helper(case, any(s.nonfinite for s in helper)), ""]
     second_lines: list[str] = []
-    warm = case.warm_cache and not form.eager and _in_module(case, form)  # loaded from the cache: other weights
-    for prefix, values in (("make", case), *((("make_other", programs.warm_cache_values(case)),) if warm else ())):
-        first, second = _storages(values, case.inputs, form.seeded), \
-            _storages(values, case.second_call, form.seeded) if case.second_call else []
-        if _second_x0_only(case, form):
-            second = [s for s in second if s.group == [0]]
+    for prefix, values, first, second in sets:
         built = _build(values, case.inputs, first, form.seeded)
         lines += ["", *_make_inputs(f"{prefix}_inputs", built, len(case.inputs))]
         second_lines = _build(values, case.second_call, second, form.seeded)

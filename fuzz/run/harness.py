@@ -122,7 +122,7 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
             obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
         if case.warm_cache and compiled is not None:
             with timings.phase("warm-cache compile"):
-                _check_warm_cache(case, obs, timings, salt)
+                _check_warm_cache(case, obs, eager, references, timings, salt)
         if case.every_choice and failure is None:
             with timings.phase("single-choice compiles"):
                 _check_every_choice(case, obs, eager, references, rec.padding)
@@ -220,15 +220,17 @@ def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
     return out
 
 
-def _check_warm_cache(case: Case, obs: Observation, timings: Timings, salt: str) -> None:
+def _check_warm_cache(case: Case, obs: Observation, eager: _Run, references: _References, timings: Timings,
+                      salt: str) -> None:
     """Compile the program again with the first compile's salt, so that it loads from the FX graph
     cache (`obs.warm_cache_hit` says whether it did), frozen on other weights (programs.warm_cache_values), and
     check its outputs; a failure there is the case's compile failure."""
     other = programs.warm_cache_values(case)
-    try:
-        eager, references = _eager(other, timings)
-    except Exception:  # noqa: BLE001 - eager rejects these values (it ran the case's own): nothing to check
-        return
+    if other != case:  # another model's weights: their own eager run and references
+        try:
+            eager, references = _eager(other, timings)
+        except Exception:  # noqa: BLE001 - eager rejects these values (it ran the case's own): nothing to check
+            return
     hits = observe.fx_graph_cache_hits()
     outputs, failure, _ = _compile_and_run(other, len(eager.values), salt=salt)
     obs.warm_cache_hit = observe.fx_graph_cache_hits() > hits
@@ -236,7 +238,7 @@ def _check_warm_cache(case: Case, obs: Observation, timings: Timings, salt: str)
         obs.compile_failure = dataclasses.replace(failure, message=f"from the FX graph cache: {failure.message}")
     elif outputs is not None:
         obs.results.extend(_checks(eager, outputs, references.of(kernel_model(other, obs.choices)),
-                                   via=" (FX graph cache" + (", other weights)" if other != case else ")")))
+                                   via=programs.OTHER_WEIGHTS if other != case else " (FX graph cache)"))
 
 
 def single_choice_plan(selections: Sequence[SelectionEvent]) -> list[tuple[int, SelectionEvent, list[ChoiceRecord]]]:

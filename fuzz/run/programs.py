@@ -159,6 +159,10 @@ class Program(torch.nn.Module):
         return self.program(*activations(self.case, inputs), *weights)
 
 
+OTHER_WEIGHTS = " (FX graph cache, other weights)"
+"""The label of the outputs of a frozen case's program loaded from the cache with other weights."""
+
+
 def warm_cache_values(case: Case) -> Case:
     """The case whose program the warm-cache compile runs: with frozen weights, the same program
     on other values (the next seed): another model of the same architecture (a frozen parameter
