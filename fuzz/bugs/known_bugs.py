@@ -266,10 +266,16 @@ def candidates(violations: list[Violation], case: Case, torch_version: str,
                registry: tuple[KnownBug, ...] = KNOWN_BUGS,
                checks: Mapping[str, OutputCheck] | None = None,
                selections: int = 1) -> list[tuple[Violation, KnownBug | None]]:
-    """Each violation with the registered bug whose region, signature, message and choice it
-    matches and, where `checks` (OutputCheck by label) holds the output it judged, whose deviation
-    it shows (KnownBug.fits, told whether the program made other autotuned `selections`); None:
-    none does. A match still has to vanish without the trigger to count as known."""
+    """Each violation with the first registered bug that fits it (`fitting`); None: none does."""
+    return [(v, next(iter(fitting(v, case, torch_version, registry, checks, selections)), None)) for v in violations]
+
+
+def fitting(violation: Violation, case: Case, torch_version: str, registry: tuple[KnownBug, ...] = KNOWN_BUGS,
+            checks: Mapping[str, OutputCheck] | None = None, selections: int = 1) -> list[KnownBug]:
+    """The registered bugs whose region, signature, message and choice `violation` matches and,
+    where `checks` (OutputCheck by label) holds the output it judged, whose deviation it shows
+    (KnownBug.fits, told whether the program made other autotuned `selections`), in registry
+    order. A match still has to vanish without the trigger to count as known."""
     found, others = checks or {}, selections > 1
-    return [(v, next((b for b in registry if b.matches(v, case, torch_version)
-                      and b.fits(v, found.get(v.output), others)), None)) for v in violations]
+    return [b for b in registry if b.matches(violation, case, torch_version)
+            and b.fits(violation, found.get(violation.output), others)]

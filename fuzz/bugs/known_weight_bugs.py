@@ -152,7 +152,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="fx-graph-cache-frozen-0d-param",
         oracles=("numerics",),
-        signatures=PRODUCT_WRONG_VALUES,
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm|scaled_mm):\w+(@.+)?",),  # 0-d fp8 scales too
         messages=(re.escape(OTHER_WEIGHTS),),  # only the program loaded from the cache
         applies=lambda c: c.frozen_weights and c.warm_cache and any(not t.shape for t in c.inputs[1:]),
         untrigger=lambda c: replace(c, warm_cache=False),

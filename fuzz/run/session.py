@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 from fuzz.bugs.entry import EAGER_AGREES, KnownBug
-from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates
+from fuzz.bugs.known_bugs import KNOWN_BUGS, fitting
 from fuzz.probe.catalogue_cache import shared_catalogue
 from fuzz.run.harness import HashLedger, release_device_memory, run_case
 from oracles import check_all
@@ -60,38 +61,50 @@ class FuzzSession:
 
     def evaluate(self, case: Case) -> Verdict:
         """Run the case and every oracle; a violation a registered bug matches is known only if
-        it is gone when the case runs again without that bug's trigger. A deviation eager shows
-        the same way (REFERENCE_DIFFERS) is never new: a registered ATen bug's, else EAGER_AGREES."""
+        it is gone when the case runs again without that bug's trigger (where several bugs match,
+        the first whose untriggered run no longer shows it: two bugs may share a case, each on its
+        own output). A deviation eager shows the same way (REFERENCE_DIFFERS) is never new: a
+        registered ATen bug's, else EAGER_AGREES."""
         obs, violations = self._observe(case)
         new, known = [], []
-        untriggered: dict[str, set[Signature] | None] = {}
+        untriggered: dict[str, set[tuple[Signature, str]] | None] = {}
         checks = {c.label: c for c in obs.results}
-        for violation, bug in candidates(violations, case, obs.torch_version, self.registry, checks,
-                                         len(obs.selections)):
-            if bug is not None and bug.name not in untriggered:
-                began = time.perf_counter()
-                untriggered[bug.name] = self._signatures_without(bug, case)
-                spent = time.perf_counter() - began
-                obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + spent
-            remaining = untriggered[bug.name] if bug is not None else None
-            if bug is not None and remaining is not None and failure_kind(violation.parsed) not in remaining:
-                known.append((violation, bug))
+        for violation in violations:
+            explained = None
+            for bug in fitting(violation, case, obs.torch_version, self.registry, checks, len(obs.selections)):
+                if bug.name not in untriggered:
+                    began = time.perf_counter()
+                    untriggered[bug.name] = self._failures_without(bug, case)
+                    spent = time.perf_counter() - began
+                    obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + spent
+                remaining = untriggered[bug.name]
+                if remaining is not None and failure_of(violation) not in remaining:
+                    explained = bug
+                    break
+            if explained is not None:
+                known.append((violation, explained))
             elif violation.severity == REFERENCE_DIFFERS:
                 known.append((violation, EAGER_AGREES))
             else:
                 new.append(violation)
         return Verdict(obs, new, known)
 
-    def _signatures_without(self, bug: KnownBug, case: Case) -> set[Signature] | None:
-        """The kinds of failure (failure_kind) the case shows with `bug`'s trigger removed, every
-        choice compiled alone too (whichever kernel wins autotuning); None when that variant does
-        not run (nothing can be confirmed)."""
+    def _failures_without(self, bug: KnownBug, case: Case) -> set[tuple[Signature, str]] | None:
+        """The failures (failure_of) the case shows with `bug`'s trigger removed, every choice
+        compiled alone too (whichever kernel wins autotuning); None when that variant does not
+        run (nothing can be confirmed)."""
         variant = dataclasses.replace(bug.untrigger(case), every_choice=True)
         obs, violations = self._observe(variant)
         if obs.eager_failure is not None or unservable(obs):
             return None
-        kinds = {failure_kind(v.parsed) for v in violations}
-        return kinds | {k.without_choice() for k in kinds}  # an autotuned result may come from any choice
+        failures = {failure_of(v) for v in violations}
+        return failures | {(k.without_choice(), out) for k, out in failures}  # an autotuned result: any choice's
+
+
+def failure_of(violation: Violation) -> tuple[Signature, str]:
+    """What removing a trigger must remove: the kind of failure (failure_kind) and the output it
+    was seen on, whichever choice computed it (a single-choice compile's " @TEMPLATE" left out)."""
+    return failure_kind(violation.parsed), re.sub(r" @\S+", "", violation.output)
 
 
 def out_of_memory(obs: Observation) -> bool:

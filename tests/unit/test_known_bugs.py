@@ -646,3 +646,21 @@ def test_the_0d_parameter_cache_entry_needs_a_frozen_warm_case_with_a_scalar_wei
     assert bug.matches(found, scalar_bias, "2.13.0+cpu")
     assert not bug.matches(dataclasses.replace(found, message="addmm call0/out0 float32: 3 of 20"), scalar_bias,
                            "2.13.0+cpu")  # the first compile's own result: another bug
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the FX graph cache entry is registered for 2.13")
+def test_two_known_bugs_in_one_case_are_each_explained_on_their_own_output() -> None:
+    """The property tests' frozen fp16 mm_plus_mm: its weight at an offset (the CPP offset bug) on the
+    cold compile and, loaded from the FX graph cache with other weights, the packed-weight bug too.
+    Removing either trigger leaves the other bug's output failing: each violation is known because
+    its own output passes without its bug's trigger."""
+    spec = [TensorSpec((1, 104), (3, 1), 0, "float16"), TensorSpec((104, 128), (128, 1), 1, "float16"),
+            TensorSpec((1, 53), (6, 1), 0, "float16"), TensorSpec((53, 128), (136, 1), 0, "float16")]
+    case = Case.make(op="mm_plus_mm", inputs=tuple(spec), device="cpu", seed=350, value_mode="normal",
+                     frozen_weights=True, warm_cache=True,
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,CPP"})
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == []
+    by_output = {(v.output, b.name) for v, b in verdict.known}
+    assert ("call0/out0", CPP_OFFSET.name) in by_output, by_output
+    assert ("call0/out0 (FX graph cache, other weights)", "fx-graph-cache-frozen-cpp-packed-weight") in by_output
