@@ -51,8 +51,11 @@ LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"
 """Per driver, in LOG_DIR: one line per case of its stream that it ran (session, round, index,
 fingerprint, op), to compare two runs of a seed or find a case's position."""
-DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:", "spelling:")
+DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:", "spelling:", "consumer:", "weight_form:", "knob:", "stride:")
 """Case features (strategies.cases.case_features) counted for the report's "what was drawn"."""
+DRAWN_FLAGS = ("backward", "frozen", "warm_cache", "dynamic", "shared_storage", "every_choice:True", "no_max_autotune",
+               "tf32", "reduced_precision")
+"""The on/off case features counted too, as `flag:NAME`."""
 
 
 class _ShrinkTimeUp(BaseException):
@@ -333,7 +336,8 @@ class Driver:
             from strategies.cases import case_features
 
             every = case_features(drawn)
-            features = sorted(f for f in every if f.startswith(DRAWN_PREFIXES)) + pair_features(every)
+            features = sorted(f for f in every if f.startswith(DRAWN_PREFIXES)) \
+                + sorted(f"flag:{f}" for f in every if f in DRAWN_FLAGS) + pair_features(every)
         self.send(CaseRan(self.index, case_json["op"], outcome.seconds, rejected(outcome), self.phase == "shrink",
                           features, (outcome.verdict or {}).get("unavailable", [])))
         return outcome, True

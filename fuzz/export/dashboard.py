@@ -17,7 +17,8 @@ from fuzz.store.findings import repro_state
 
 BUCKET_S = 30.0
 DRAWN = (("op:", "ops"), ("dtype:", "dtypes"), ("backends:", "backend sets"), ("value:", "value modes"),
-         ("spelling:", "spellings"))
+         ("spelling:", "spellings"), ("flag:", "case flags"), ("consumer:", "consumer steps"),
+         ("weight_form:", "weight forms"), ("stride:", "operand layouts"), ("knob:", "config knobs"))
 Points = list[tuple[float, float]]
 
 
@@ -210,7 +211,7 @@ def html(summary: dict[str, Any], base: Path) -> str:
 Generated {_esc(summary['generated'])}.{upstream}</p>
 <h2>Over time</h2><div class="grid">{''.join(charts)}</div>
 <h2>What was drawn</h2>
-<div class="grid">{''.join(svg_bars(title, items) for title, items in drawn_groups(summary))}</div>
+<div class="grid">{''.join(svg_bars(title, items) for title, items in drawn_groups(summary) if items)}</div>
 <h2>Findings</h2>
 <table><tr><th>status</th><th>severity</th><th>oracle</th><th>signature and message</th><th>op</th><th>sightings</th>
 <th>minimized</th><th>links</th></tr>

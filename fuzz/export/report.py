@@ -132,6 +132,16 @@ def _share(part: int, whole: int) -> str:
     return f"{part} ({100 * part / whole:.0f}%)" if whole else str(part)
 
 
+def _drawn(summary: dict[str, Any]) -> list[str]:
+    """What was drawn, one line per dimension: each value's count and share of the cases run."""
+    from fuzz.export.dashboard import drawn_groups
+
+    cases = summary["totals"]["cases"]
+    lines = [f"- {title}: " + ", ".join(f"`{name}` {_share(n, cases)}" for name, n in items)
+             for title, items in drawn_groups(summary) if items]
+    return ["## What was drawn", "", *lines, ""] if lines else []
+
+
 def markdown(summary: dict[str, Any]) -> str:
     from fuzz.export.dashboard import mermaid_charts
 
@@ -151,6 +161,7 @@ def markdown(summary: dict[str, Any]) -> str:
         out += ["Choices beyond this GPU's resources, compiled alone (skipped by autotuning by design; not "
                 "findings): " + ", ".join(f"`{k}` {n}" for k, n in sorted(t["unavailable"].items())) + ".", ""]
     out += mermaid_charts(summary)
+    out += _drawn(summary)
     out += ["## By oracle", ""]
     out += _table(("oracle", "distinct", "new", "known", "sightings"),
                   ((k, v["distinct"], v["new"], v["known"], v["sightings"])

@@ -69,15 +69,16 @@ def test_the_dashboard_is_one_self_contained_page(tmp_path: Path) -> None:
                for i in range(4)]
     records = [{"sessions": [{"cases": 40, "seconds": 90, "host": "h",
                               "drawn": {"op:mm": 30, "op:bmm": 10, "dtype:float32": 40, "value:normal": 40,
-                                        "backends:ATEN": 40, "spelling:mm:call": 30}}]}]
+                                        "backends:ATEN": 40, "spelling:mm:call": 30, "flag:backward": 10}}]}]
     summary = summarize([f], records, samples)
     page = html(summary, tmp_path)
-    assert page.count("<svg") == 8 and "<script" not in page and "<link" not in page
+    assert page.count("<svg") == 9 and "<script" not in page and "<link" not in page
     assert re.findall(r'(?:src|href)="(?:https?:)?//', page) == []  # nothing fetched
     assert 'href="repros/x.py"' in page and f'href="upstream/{draft.name}"' in page
     assert ">bmm<" in page and "mm: 3 element(s) differ" in page
     md = markdown(summary)
     assert md.count("```mermaid") == 3 and "xychart-beta" in md  # findings, cases/min, coverage
+    assert "- case flags: `backward` 10 (25%)" in md and "- ops: `mm` 30 (75%), `bmm` 10 (25%)" in md
 
 
 def test_reject_rate_per_op_is_reported() -> None:
