@@ -155,6 +155,7 @@ class OutputCheck:
     choice: ChoiceRecord | None = None  # set for single-choice compiles
     eager_meta: TensorMeta | None = None
     compiled_meta: TensorMeta | None = None
+    gradient: bool = False  # an input's .grad after a training case's backward pass
 
 
 @dataclasses.dataclass

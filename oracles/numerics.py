@@ -58,7 +58,7 @@ def stride_order(meta: TensorMeta, shape: tuple[int, ...]) -> list[int]:
 
 
 def check(obs: Observation) -> list[Violation]:
-    out = [v for c in obs.results for v in _check_output(obs.case.op, c)]
+    out = [v for c in obs.results for v in _check_output(f"{obs.case.op}.grad" if c.gradient else obs.case.op, c)]
     for choice, failure in obs.choice_failures:
         out.append(Violation("numerics", CRASH, f"choice-crash:{obs.case.op}@{choice.family}:{failure.type}",
                                  f"{obs.case.op}: compiling with only {choice.template} [{choice.description}] "

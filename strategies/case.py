@@ -52,6 +52,16 @@ CAST_DTYPES = ("float16", "bfloat16")
 """The dtypes the "cast" form computes in (from CAST_FROM)."""
 CAST_FROM = "float32"
 WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
+BACKWARD_STEPS = ("relu", "relu_", "add_bias_row", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
+                  "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols", "sum_rows", "chain_mm", "view_row",
+                  "return_twice")
+"""Steps a training case may take: the multilinear ones, whose gradient's error a correct kernel
+bounds by the magnitude program's gradient (fuzz.run.gradients), and relu (its gradient is judged
+where the forward is exact, so its mask is too); not the smooth activations, the input mutation (a
+leaf that requires grad) or the projections (whose magnitude program takes |.| of its weights)."""
+BACKWARD_VALUE_MODES = ("normal", "exact_int", "sparse")
+"""Value modes of a training case: finite, away from the ends of the dtype (no overflow or underflow
+in the backward's own products)."""
 """Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
@@ -124,6 +134,8 @@ class Case:
     other values) and check that program's outputs too.
     `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum.
     `weight_form`: how the module holds a frozen weight (WEIGHT_FORMS; "plain": the weight itself).
+    `backward`: a training step: every input requires grad, the outputs are differentiated with
+    fixed integer upstream gradients, and each input's `.grad` is an output too (fuzz.run.gradients).
     """
 
     op: str
@@ -145,6 +157,7 @@ class Case:
     spelling: str = "call"
     warm_cache: bool = False
     weight_form: str = "plain"
+    backward: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -182,6 +195,7 @@ class Case:
         if self.frozen_weights and self.device != "cpu":
             raise CaseError("frozen_weights (the CPP GEMM path) is a CPU-only case")
         self._check_weight_form()
+        self._check_backward()
         if list(self.config) != sorted(self.config):
             raise CaseError("config entries must be sorted by key (use Case.make)")
 
@@ -203,6 +217,22 @@ class Case:
                      or set(self.consumers) & set(WEIGHT_READING_STEPS)):
             raise CaseError("an int8 weight form has an int8 weight, float activations and no step that reads "
                             "the weight as (K, N)")
+
+    def _check_backward(self) -> None:
+        if not self.backward:
+            return
+        if self.frozen_weights or self.op not in FLOAT_PRODUCT_OPS or self.tf32 or self.reduced_precision:
+            raise CaseError(f"a training case (backward) is an unfrozen float product without TF32 or "
+                            f"reduced-precision reductions, not {self.op}"
+                            + (" with frozen weights" if self.frozen_weights else ""))
+        if self.value_mode not in BACKWARD_VALUE_MODES:
+            raise CaseError(f"a training case takes value modes {', '.join(BACKWARD_VALUE_MODES)}, "
+                            f"not {self.value_mode}")
+        if any(t.dtype not in ("float32", "float16", "bfloat16") for t in self.inputs):
+            raise CaseError("a training case has float32, float16 or bfloat16 inputs")
+        other = [c for c in self.consumers if c not in BACKWARD_STEPS]
+        if other:
+            raise CaseError(f"a training case takes the steps {', '.join(BACKWARD_STEPS)}, not {other[0]!r}")
 
     @classmethod
     def make(cls, *, config: Mapping[str, Any], params: Mapping[str, float] | None = None, **kw: Any) -> Case:
@@ -238,6 +268,7 @@ class Case:
             "spelling": self.spelling,
             "warm_cache": self.warm_cache,
             "weight_form": self.weight_form,
+            "backward": self.backward,
         }
 
     def dumps(self) -> str:
@@ -268,7 +299,7 @@ class Case:
                             every_choice=bool(data["every_choice"]),
                             shared_storage=tuple(int(i) for i in data["shared_storage"]),
                             spelling=str(data["spelling"]), warm_cache=bool(data["warm_cache"]),
-                            weight_form=str(data["weight_form"]))
+                            weight_form=str(data["weight_form"]), backward=bool(data["backward"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -286,7 +317,8 @@ _DEFAULTS: dict[str, Any] = {
     "value_mode": "normal", "seed": 0, "params": {}, "frozen_weights": False, "tf32": False,
     "reduced_precision": False, "dynamic": False,
     "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
-    "shared_storage": [], "spelling": "call", "warm_cache": False, "weight_form": "plain"}
+    "shared_storage": [], "spelling": "call", "warm_cache": False, "weight_form": "plain",
+    "backward": False}
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 

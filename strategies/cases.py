@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from oracles.templates import cpp_eligible, triton_eligible
 from strategies.backends import config_backends, join_backends
 from strategies.case import (
+    BACKWARD_STEPS,
+    BACKWARD_VALUE_MODES,
     CAST_DTYPES,
     CONSUMERS,
     FLOAT_PRODUCT_OPS,
@@ -260,6 +262,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     every_choice, freeze, tf32, reduce = (draw(rarely(4)), draw(st.booleans()), draw(st.booleans()), draw(rarely(4)))
     spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
     warm = draw(rarely(4))  # the user's FX graph cache (frozen graphs too: OSS inductor caches them)
+    train = draw(rarely(4))  # a training step where it applies: an unfrozen float product, finite values
     form = draw(st.sampled_from(("plain", *WEIGHT_FORMS)))  # a frozen weight's form: plain in a third, shrinks to it
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
@@ -282,7 +285,10 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))
-    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze
+    backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES
+    if backward:  # the multilinear steps (fuzz.run.gradients bounds their gradients)
+        consumers = tuple(c for c in consumers if c in BACKWARD_STEPS)
+    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze and not backward
     form = _weight_form(form, op, frozen, dtype)
     if form in INT8_FORMS:  # the woq pattern's spelling; the steps that read x1 as a float (K, N) go
         spelling, consumers = "call", tuple(c for c in consumers if c not in WEIGHT_READING_STEPS)
@@ -312,11 +318,11 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     return Case.make(
         op=op, inputs=tuple(inputs), device=device, config=config, params=params,
         value_mode=value_mode, seed=draw(st.integers(0, 2**16)),
-        frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and tf32,
-        reduced_precision=device == "cuda" and half and reduce,
+        frozen_weights=frozen, tf32=device == "cuda" and dtype == "float32" and tf32 and not backward,
+        reduced_precision=device == "cuda" and half and reduce and not backward,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
         every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm,
-        weight_form=form,
+        weight_form=form, backward=backward,
     )
 
 
@@ -361,6 +367,7 @@ def case_features(case: Case) -> set[str]:
     out |= {"frozen"} if case.frozen_weights else set()
     out |= {f"weight_form:{case.weight_form}"} if case.weight_form != "plain" else set()
     out |= {"warm_cache"} if case.warm_cache else set()
+    out |= {"backward", f"backward-op:{case.op}"} if case.backward else set()
     if case.dynamic or case.mark_dynamic or case.second_call:
         out |= {f"dynamic-op:{case.op}"} | ({"frozen-dynamic"} if case.frozen_weights else set())
     out |= {"frozen-shared"} if case.frozen_weights and len(case.shared_storage) > 1 else set()

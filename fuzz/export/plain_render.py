@@ -12,8 +12,9 @@ from collections.abc import Mapping
 
 import torch
 
-from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, RAISES, STRIDES, VALUE_CHECKS, Form, check_kind
-from fuzz.run import programs
+from fuzz.export.plain_checks import check_lines
+from fuzz.export.plain_form import BOUND, NONFINITE, RAISES, VALUE_CHECKS, Form, check_kind
+from fuzz.run import gradients, programs
 from fuzz.run.steps import CONSUMERS
 from fuzz.run.values import (
     SCALE_EIGHTHS,
@@ -169,49 +170,6 @@ def _make_inputs(name: str, statements: list[str], n: int) -> list[str]:
             f"    return [{', '.join(f'x{i}' for i in range(n))}]", ""]
 
 
-_CHECKS = {
-    EXACT: ["def check(got, args):  # exact-integer inputs: every product and partial sum is exact",
-            "    for g, w in zip(got, {ref}(*[x.double() for x in args])):",
-            "        assert torch.equal(g.double(), w), "
-            "f\"{{int((g.double() != w).sum())}} of {{w.numel()}} elements \"\\",
-            "            f\"differ from the exact result: got {{g.flatten()[:4].tolist()}}, "
-            "exact {{w.flatten()[:4].tolist()}}\""],
-    BOUND: ["def check(got, args, f=torch.finfo(torch.{dtype})):  # against float64 (f: the op's dtype), within the "
-            "worst case of float32 accumulation",
-            "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), "
-            "{mag}(*[x.double().abs() for x in args])):",
-            "        tol = 4 * ((args[0].shape[-1] + 2) * 2.0**-24 + f.eps) * m + f.tiny * f.eps  # float32 sums of K "
-            "terms + rounding to f, x4 for the steps after",
-            "        bad = int((~((g.double() - w).abs() <= tol) & (m <= f.max / 2)).sum())  "
-            "# may overflow, NaN/inf: not judged",
-            "        assert bad == 0, f\"{{bad}} of {{w.numel()}} elements are off by more than the bound\""],
-    NONFINITE: ["def check(got, args, f=torch.finfo(torch.{dtype})):  "
-                "# NaN and inf where float64 has them, nowhere else",
-                "    for g, w, m in zip(got, {ref}(*[x.double() for x in args]), "
-                "{mag}(*[x.double().abs() for x in args])):",
-                "        g, fits = g.double(), torch.isfinite(w) & (m <= f.max / 2)  # elsewhere a kernel may overflow",
-                "        bad = int(((g.isnan() != w.isnan()) & (fits | ~torch.isfinite(w)) | w.isinf() & (g != w)"
-                " | fits & g.isinf()).sum())",
-                "        assert bad == 0, "
-                "f\"{{bad}} of {{w.numel()}} elements have NaN/inf where float64 has not, or miss its own\""],
-    STRIDES: ["def check(got, args):  # against eager: shapes, dtypes and the strides of dims longer than 1",
-              "    for g, e in zip(got, program(*args)):",
-              "        assert (g.shape, g.dtype) == (e.shape, e.dtype), "
-              "f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} {{e.dtype}}\"",
-              "        used = [i for i, n in enumerate(e.shape) if n > 1]",
-              "        assert [g.stride(i) for i in used] == [e.stride(i) for i in used], f\"strides {{g.stride()}} vs "
-              "eager's {{e.stride()}}\""],
-    META: ["def check(got, args):  # against eager: shapes and dtypes",
-           "    for g, e in zip(got, program(*args)):",
-           "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "
-           "{{e.dtype}}\""],
-}
-"""The scripts' own checks. BOUND is simpler and looser than the suite's per-kernel bound
-(oracles/error_model.py): the deterministic worst case of summing K products in float32, (K + 2) *
-2^-24 per unit of magnitude, plus twice the rounding to the op's dtype and its underflow, x4 for the
-steps after; no TF32 or fp8-accumulator terms. A finding just past the suite's bound may pass it
-(the search then says the plain form did not fail). Elements whose magnitude is NaN/inf (nonfinite
-inputs) or may overflow are not judged."""
 REFERENCE_OPS = ("int_mm", "scaled_mm", "mm_out_dtype")
 """Ops whose program cannot run on float64 inputs: the script gets a separate `reference`."""
 
@@ -243,9 +201,11 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     own = any(v < 0 for v in case.params_dict.values()) or any(CONSUMERS[c].own_magnitude for c in case.consumers)
     if kind in (BOUND, NONFINITE) and own:  # else the reference on |inputs| is the magnitude
         lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
+    if case.backward:
+        lines += ["", f"SEED = {case.seed}  # the upstream gradients' generator", "", "", *gradients.TRAIN.splitlines(),
+                  ""]
     if kind != RAISES:
-        lines += ["", *(ln.format(ref=ref, mag="magnitude" if own else ref, dtype=programs.op_dtype(case))
-                        for ln in _CHECKS[kind]), ""]
+        lines += ["", *check_lines(case, kind, ref, "magnitude" if own else ref), ""]
     if case.weight_form != "plain":  # frozen or not, the weights as a user's module holds them
         lines += ["", *_held_model(case)]
     elif form.frozen:
@@ -376,6 +336,8 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
                                          for i, d in marks)]
             args = "args"
         call = f"compiled({args})" if module else f"compiled(*{args})"
+        if case.backward:  # every input is an argument (nothing frozen)
+            call = f"train(compiled, {args}, SEED)"
         expected = f"[{maker}()[0], *weights]" if module else f"{maker}()"
         if not first and _second_x0_only(case, form):
             body += [second_lines[0] + "  # the second call: a new x0, the same frozen weights", *second_lines[1:]]

@@ -92,6 +92,17 @@ def _wrong_for_m8(real: Kernel) -> Kernel:
     return mm
 
 
+def _wrong_in_backward(real: Kernel) -> Kernel:
+    def mm(a: Any, b: Any, *, out: Any) -> Any:
+        import torch
+
+        real(a, b, out=out)
+        if torch._C._current_autograd_node() is not None and out.numel():  # a compiled backward is running
+            out[-1, -1] *= -1
+        return out
+    return mm
+
+
 def _drop_first_term(real: Kernel) -> Kernel:
     def mm(a: Any, b: Any, *, out: Any) -> Any:
         return real(a[:, 1:], b[1:, :], out=out)
@@ -145,6 +156,11 @@ def _value(op: str | None = None, kinds: tuple[str, ...] = VALUE_KINDS) -> Calla
                               and (op is None or s.subject[:1] == (op,)))
 
 
+def _gradient(oracle: str, s: Signature) -> bool:
+    """A wrong gradient (a training case's `OP.grad` output) eager does not share."""
+    return _value()(oracle, s) and s.op.endswith(".grad")
+
+
 PLANTS: dict[str, Plant] = {p.name: p for p in (
     Plant("gate-never-fixes", "the layout gate (_need_to_fix_layout) never fixes a layout",
           _gate(False), lambda oracle, s: oracle == "layout_spec" and s.kind == "flexible-when-gated"),
@@ -152,6 +168,8 @@ PLANTS: dict[str, Plant] = {p.name: p for p in (
           _gate(True), lambda oracle, s: oracle == "layout_spec" and s.kind == "fixed-when-allowed"),
     Plant("mm-wrong-for-m8", "extern mm adds 1 to its last element when M is a multiple of 8",
           _extern(("mm",), _wrong_for_m8), _value()),
+    Plant("mm-wrong-in-backward", "extern mm negates its last element while a compiled backward pass runs",
+          _extern(("mm",), _wrong_in_backward), _gradient),
     Plant("mm-drops-a-k-term", "extern mm leaves out the first term of every dot product",
           _extern(("mm",), _drop_first_term), _value()),
     Plant("mm-transposed-output", "extern mm writes a column-major result into a row-major output",

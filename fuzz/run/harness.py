@@ -119,7 +119,7 @@ def run_case(case: Case, *, ledger: HashLedger | None = None) -> Observation:
         obs.placements = rec.placements
         obs.compile_failure = failure
         if compiled is not None:
-            obs.results = _checks(eager, compiled, references.of(kernel_model(case, obs.choices)))
+            obs.results = _checks(case, eager, compiled, references.of(kernel_model(case, obs.choices)))
         if case.warm_cache and compiled is not None:
             with timings.phase("warm-cache compile"):
                 _check_warm_cache(case, obs, eager, references, timings, salt)
@@ -175,7 +175,8 @@ def release_device_memory() -> None:
 
 
 def _on_cpu(expected: programs.Expected) -> programs.Expected:
-    return programs.Expected([v.cpu() for v in expected.values], [b.cpu() for b in expected.bounds], expected.exact)
+    return programs.Expected([v.cpu() for v in expected.values], [b.cpu() for b in expected.bounds],
+                             expected.exact)
 
 
 def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None = None,
@@ -200,7 +201,7 @@ def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None =
                 for i, dim in case.mark_dynamic if c == 0 else ():
                     if i < len(args):
                         inductor.maybe_mark_dynamic(args[i], dim)
-                run.add(fn(*args), args)
+                run.add(programs.call(case, fn, args), args)
             if case.device == "cuda":
                 torch.cuda.synchronize()
             return run, None, rec
@@ -208,15 +209,16 @@ def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None =
             return None, describe_failure(e), rec
 
 
-def _checks(eager: _Run, compiled: _Run, expected: list[programs.Expected],
+def _checks(case: Case, eager: _Run, compiled: _Run, expected: list[programs.Expected],
             choice: ChoiceRecord | None = None, via: str = "") -> list[OutputCheck]:
     out = []
+    names = programs.output_labels(case)
     for c, exp in enumerate(expected[: len(compiled.values)]):
-        outputs = zip(eager.values[c], compiled.values[c], exp.values, exp.bounds, strict=False)
-        for j, (e, got, ref, bound) in enumerate(outputs):
-            label = f"call{c}/out{j}" + (f" @{choice.template}" if choice else "") + via
-            out.append(OutputCheck(label, e, got, ref, bound, exp.exact, choice,
-                                   eager.metas[c][j], compiled.metas[c][j]))
+        outputs = zip(eager.values[c], compiled.values[c], exp.values, exp.bounds, exp.exact, names, strict=False)
+        for j, (e, got, ref, bound, exact, name) in enumerate(outputs):
+            label = f"call{c}/{name}" + (f" @{choice.template}" if choice else "") + via
+            out.append(OutputCheck(label, e, got, ref, bound, exact, choice,
+                                   eager.metas[c][j], compiled.metas[c][j], gradient=name.endswith(".grad")))
     return out
 
 
@@ -237,7 +239,7 @@ def _check_warm_cache(case: Case, obs: Observation, eager: _Run, references: _Re
     if failure is not None:
         obs.compile_failure = dataclasses.replace(failure, message=f"from the FX graph cache: {failure.message}")
     elif outputs is not None:
-        obs.results.extend(_checks(eager, outputs, references.of(kernel_model(other, obs.choices)),
+        obs.results.extend(_checks(case, eager, outputs, references.of(kernel_model(other, obs.choices)),
                                    via=programs.OTHER_WEIGHTS if other != case else " (FX graph cache)"))
 
 
@@ -269,4 +271,4 @@ def _check_every_choice(case: Case, obs: Observation, eager: _Run, references: _
                 if not rec.isolated:
                     obs.unisolated.append(choice)
                 model = kernel_model(case, [choice, *others])
-                obs.results.extend(_checks(eager, outputs, references.of(model), choice))
+                obs.results.extend(_checks(case, eager, outputs, references.of(model), choice))

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import torch
 
+from fuzz.run.gradients import gradient_bounds, train
 from fuzz.run.steps import CONSUMERS
 from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
@@ -126,16 +127,33 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_source(code: str) -> Callable[..., tuple[Tensor, ...]]:
+def compile_source(code: str, name: str = "program") -> Callable[..., tuple[Tensor, ...]]:
     namespace: dict[str, Any] = {"torch": torch}
     exec(compile(code, "<mm-fuzz program>", "exec"), namespace)  # noqa: S102 - our own rendered source
-    return namespace["program"]
+    return namespace[name]
+
+
+def call(case: Case, fn: Callable[..., tuple[Tensor, ...]], args: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    """fn(*args), the program's outputs; a training case's training step: its outputs, then each
+    input's gradient (fuzz.run.gradients)."""
+    return train(fn, list(args), case.seed) if case.backward else fn(*args)
+
+
+def output_labels(case: Case) -> list[str]:
+    """Each output's name in a check's label: out0.. for the program's results, then a training
+    case's gradients as x0.grad.."""
+    results = 1 + sum(bool(CONSUMERS[c].output) for c in case.consumers)
+    grads = [f"x{i}.grad" for i in range(len(case.inputs))] if case.backward else []
+    return [f"out{j}" for j in range(results)] + grads
 
 
 def run(case: Case, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
     """The case's program, eagerly, on the arguments the module would pass it."""
     first, weights = split_inputs(case, tensors)
-    return compile_source(source(case))(*activations(case, first), *weight_args(case, held_weights(case, weights)))
+    program = compile_source(source(case))
+    if case.backward:  # no weights held: every input is an argument
+        return call(case, program, first)
+    return program(*activations(case, first), *weight_args(case, held_weights(case, weights)))
 
 
 class Program(torch.nn.Module):
@@ -217,11 +235,12 @@ def weight_args(case: Case, held: Sequence[Tensor]) -> list[Tensor]:
 @dataclasses.dataclass
 class Expected:
     """float64 results of every program output, the error bound a correct kernel's output may
-    carry, and whether a correct kernel is bit-exact (every rounded quantity representable)."""
+    carry, and for each output whether a correct kernel is bit-exact (every rounded quantity
+    representable; never for a gradient)."""
 
     values: list[Tensor]
     bounds: list[Tensor]
-    exact: bool
+    exact: list[bool]
 
 
 def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expected:
@@ -248,7 +267,16 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
         if step.output == "y":
             outputs.append(y)
     outputs.insert(0, y)
-    return Expected([t.value for t in outputs], [t.bound for t in outputs], all(t.exact for t in outputs))
+    exact = all(t.exact for t in outputs)
+    result = Expected([t.value for t in outputs], [t.bound for t in outputs], [exact] * len(outputs))
+    if case.backward:
+        grads = train(compile_source(source(case, reference=True), "reference"), [t.clone() for t in tensors],
+                      case.seed)[len(outputs):]
+        magnitude = compile_source(source(case, magnitude=True), "magnitude")
+        result.values += [g.detach() for g in grads]
+        result.bounds += gradient_bounds(case, magnitude, tensors, grads, exact)
+        result.exact += [False] * len(grads)
+    return result
 
 
 def _projections(case: Case, ref: Reference, y: Tracked, weights: tuple[tuple[str, str], ...]) -> Tracked:

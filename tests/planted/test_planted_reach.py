@@ -4,6 +4,7 @@ named, while the same case passes on the real inductor and the plain call misses
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from torch._inductor import select_algorithm
 from torch._inductor.decomposition import select_decomp_table
 
+from fuzz.probe.plants import Plant, plant_named
 from fuzz.run.harness import HashLedger, run_case
 from oracles import check_all
 from strategies.case import Case, TensorSpec, contiguous_strides
@@ -97,3 +99,18 @@ def test_a_graph_loaded_wrong_from_the_fx_graph_cache_is_caught_on_a_warm_cache_
     found = caught_only_by(monkeypatch, lambda: monkeypatch.setattr(FxGraphCache, "_lookup_graph",
                                                                     staticmethod(stale_lookup)), mm(), warm)
     assert "exact-mismatch:mm:float32" in found, found
+
+
+@pytest.mark.parametrize("op", ["mm", "addmm"])
+def test_an_extern_mm_wrong_in_the_backward_pass_is_caught_by_a_training_case(
+        monkeypatch: pytest.MonkeyPatch, plant: Callable[[str], Plant], op: str) -> None:
+    """Training: inductor compiles the backward graph too, and its products (the gradients, with
+    transposed operands) go through the same mm lowering; an extern mm wrong only while a compiled
+    backward runs is a wrong gradient of a training case, which the forward-only case misses."""
+    inputs = (spec((24, 40)), spec((40, 8))) + ((spec((8,)),) if op == "addmm" else ())
+    training = Case.make(op=op, inputs=inputs, device="cpu", value_mode="normal", seed=7, backward=True,
+                         consumers=("chain_mm",), config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    forward = dataclasses.replace(training, backward=False)
+    found = caught_only_by(monkeypatch, lambda: plant("mm-wrong-in-backward"), forward, training)
+    assert any(plant_named("mm-wrong-in-backward").caused("numerics", s) for s in found), found
+    assert not any(s.startswith(f"tolerance:{op}:") for s in found), found  # the forward outputs stay right

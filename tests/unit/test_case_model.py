@@ -55,6 +55,12 @@ def _valid() -> dict:
     (lambda d: (d.update(shared_storage=[0, 1]), d["inputs"][1].update(dtype="float16")),
      "inputs in shared_storage must have one dtype"),
     (lambda d: d.update(spelling="baddbmm"), "mm has no spelling 'baddbmm'"),
+    (lambda d: d.update(backward=True, frozen_weights=True), "with frozen weights"),
+    (lambda d: d.update(backward=True, value_mode="nonfinite"), "not nonfinite"),
+    (lambda d: d.update(backward=True, consumers=["gelu"]), "not 'gelu'"),
+    (lambda d: (d.update(backward=True), [t.update(dtype="int8") for t in d["inputs"]]), "float32, float16 or"),
+    (lambda d: d.update(backward=True, op="int_mm", inputs=[{**t, "dtype": "int8"} for t in d["inputs"]]),
+     "not int_mm"),
 ])
 def test_bad_case_is_one_clear_line(mutate, message) -> None:
     data = _valid()

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from strategies.case import CONSUMERS, SPELLINGS, WEIGHT_FORMS, Case
+from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, SPELLINGS, WEIGHT_FORMS, Case
 from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
 from strategies.configs import BACKENDS, device_knobs
 
@@ -54,7 +54,8 @@ COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for f
           "shared_storage", "warm_cache", "no_max_autotune", "value:exact_int", "value:normal", "value:large",
           "value:sparse", "value:nonfinite",
           "stride:expanded", "stride:nondense", "stride:transposed", "stride:batch_inner", "stride:offset",
-          "knob:test_configs.max_mm_configs"} \
+          "knob:test_configs.max_mm_configs", "backward"} \
+    | {f"backward-op:{op}" for op in FLOAT_PRODUCT_OPS} \
     | {f"spelling:{op}:{spelling}" for op, spellings in SPELLINGS.items() if op in DEVICE_OPS["cpu"]
        for spelling in spellings}
 
