@@ -649,11 +649,13 @@ def test_the_0d_parameter_cache_entry_needs_a_frozen_warm_case_with_a_scalar_wei
 
 
 @pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the FX graph cache entry is registered for 2.13")
-def test_two_known_bugs_in_one_case_are_each_explained_on_their_own_output() -> None:
+def test_two_known_bugs_in_one_case_are_each_explained_on_their_own_output(monkeypatch: pytest.MonkeyPatch) -> None:
     """The property tests' frozen fp16 mm_plus_mm: its weight at an offset (the CPP offset bug) on the
     cold compile and, loaded from the FX graph cache with other weights, the packed-weight bug too.
     Removing either trigger leaves the other bug's output failing: each violation is known because
-    its own output passes without its bug's trigger."""
+    its own output passes without its bug's trigger. The CPP choice wins autotuning (rigged: under
+    load ATen won once, and the autotuned program showed neither bug)."""
+    rig_benchmarks(monkeypatch, lambda timings: {c: 0.0 if is_cpp_choice(c) else t for c, t in timings.items()})
     spec = [TensorSpec((1, 104), (3, 1), 0, "float16"), TensorSpec((104, 128), (128, 1), 1, "float16"),
             TensorSpec((1, 53), (6, 1), 0, "float16"), TensorSpec((53, 128), (136, 1), 0, "float16")]
     case = Case.make(op="mm_plus_mm", inputs=tuple(spec), device="cpu", seed=350, value_mode="normal",
