@@ -133,12 +133,13 @@ def _share(part: int, whole: int) -> str:
 
 
 def _drawn(summary: dict[str, Any]) -> list[str]:
-    """What was drawn, one line per dimension: each value's count and share of the cases run."""
+    """What was drawn, one line per dimension: each value's count and share of the cases drawn."""
     from fuzz.export.dashboard import drawn_groups
 
-    cases = summary["totals"]["cases"]
+    groups = drawn_groups(summary)
+    cases = sum(n for _, n in groups[0][1])  # the cases drawn (not shrink steps): one op each
     lines = [f"- {title}: " + ", ".join(f"`{name}` {_share(n, cases)}" for name, n in items)
-             for title, items in drawn_groups(summary) if items]
+             for title, items in groups if items]
     return ["## What was drawn", "", *lines, ""] if lines else []
 
 
