@@ -666,3 +666,15 @@ def test_two_known_bugs_in_one_case_are_each_explained_on_their_own_output(monke
     by_output = {(v.output, b.name) for v, b in verdict.known}
     assert ("call0/out0", CPP_OFFSET.name) in by_output, by_output
     assert ("call0/out0 (FX graph cache, other weights)", "fx-graph-cache-frozen-cpp-packed-weight") in by_output
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the woq entries are registered for 2.13")
+def test_the_woq_untrigger_runs_where_cpp_alone_would_serve_nothing() -> None:
+    """A seed-1 CPU campaign's case: bf16 activations, an int8 weight with a (1,) scale, CPP the only
+    backend. Its float16 re-run had no choice (unservable: nothing confirmed), so the registered
+    crash was reported new; the re-run adds ATEN (and still compiles the CPP choice alone)."""
+    case = Case.make(op="mm", device="cpu", seed=652, value_mode="exact_int", frozen_weights=True, every_choice=True,
+                     weight_form="int8_single", config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "CPP"},
+                     inputs=(TensorSpec((5, 33), (33, 1), 8, "bfloat16"), TensorSpec((33, 16), (16, 1), 3, "int8")))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-one-element-scale-crash"}
