@@ -107,6 +107,19 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         devices=("cpu",),
     ),
     KnownBug(
+        name="woq-int8-k0-reshape-crash",
+        oracles=("crash",),
+        signatures=(r"crash:ZeroDivisionError:ir\.py:resolve_negative_size",),
+        messages=(r"division by zero",),
+        applies=lambda c: woq_matched(c) and c.inputs[0].shape[-1] == 0,
+        untrigger=woq_unmatched,
+        tracking="repros/woq_int8_k0_reshape_crash_plain.py (not yet filed upstream; found by a 3-minute CPU "
+                 "campaign, seed 3): the woq lowering reshapes the activation to [-1, K], which with K == 0 "
+                 "divides by zero (any mode and backend; eager returns zeros)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
         name="cpp-gemm-frozen-sliced-weight",
         oracles=("numerics",),
         signatures=PRODUCT_WRONG_VALUES,

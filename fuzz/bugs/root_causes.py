@@ -97,6 +97,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               ("woq-int8-one-element-scale-crash", "woq-int8-noncontiguous-weight-crash"),
               "torch/_inductor/fx_passes/quantization.py: `_is_valid_woq_optimization_pattern` checks dtypes only, "
               "and the woq lowering passes the frozen weight and scale as they are"),
+    RootCause("woq-int8-k0-reshape",
+              "[inductor][cpu] the weight-only int8 lowering reshapes the activation to [-1, K]: with K == 0 "
+              "it divides by zero",
+              ("woq-int8-k0-reshape-crash",),
+              "torch/_inductor/fx_passes/quantization.py: `_register_woq_lowering`'s `x_shape = [-1, "
+              "origin_x_size[-1]]` (view's resolve_negative_size cannot infer -1 for an empty tensor)"),
     RootCause("aten-weight-int8pack-mm-k-segfault",
               "[aten][cpu] _weight_int8pack_mm with bfloat16 activations dies (SIGSEGV) when K is not a multiple "
               "of 16",

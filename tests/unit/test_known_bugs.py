@@ -678,3 +678,16 @@ def test_the_woq_untrigger_runs_where_cpp_alone_would_serve_nothing() -> None:
                      inputs=(TensorSpec((5, 33), (33, 1), 8, "bfloat16"), TensorSpec((33, 16), (16, 1), 3, "int8")))
     verdict = FuzzSession().evaluate(case)
     assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-one-element-scale-crash"}
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the woq entries are registered for 2.13")
+def test_a_woq_linear_with_no_input_features_is_the_k0_reshape_crash() -> None:
+    """The seed-3 3-minute CPU campaign's case, shrunk: a frozen int8 weight (N, 0), bf16 activations;
+    float16 activations (no woq rewrite) compile it."""
+    case = Case.make(op="mm", device="cpu", seed=649, value_mode="normal", frozen_weights=True, weight_form="int8",
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((8, 0), (1, 1), 0, "bfloat16"), TensorSpec((0, 62), (248, 2), 0, "int8")))
+    bug = next(b for b in KNOWN_BUGS if b.name == "woq-int8-k0-reshape-crash")
+    assert bug.applies(case) and not bug.applies(bug.untrigger(case))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {bug.name}
