@@ -112,11 +112,13 @@ def bf16_nonfinite_on_amx(case: Case) -> bool:
 
 
 def in_float32(case: Case) -> Case:
-    """Untrigger: every bf16 tensor as float32 (same shapes, strides and offsets)."""
+    """Untrigger: every bf16 tensor as float32 (same shapes, strides and offsets); a cast form's
+    float32 model then computes in float32 as it holds its weights (the plain form)."""
     def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(t.shape, t.stride, t.offset, "float32" if t.dtype == "bfloat16" else t.dtype)
                      for t in specs)
-    return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call))
+    form = "plain" if case.weight_form == "cast" else case.weight_form
+    return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call), weight_form=form)
 
 
 def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
