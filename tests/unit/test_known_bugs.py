@@ -691,3 +691,13 @@ def test_a_woq_linear_with_no_input_features_is_the_k0_reshape_crash() -> None:
     assert bug.applies(case) and not bug.applies(bug.untrigger(case))
     verdict = FuzzSession().evaluate(case)
     assert verdict.violations == [] and {b.name for _, b in verdict.known} == {bug.name}
+
+
+def test_the_woq_noncontiguous_weight_entry_covers_max_autotune_with_aten_alone() -> None:
+    """A seed-1 3-minute CPU campaign's case: max_autotune_gemm with ATEN alone hands the padded int8
+    weight to _weight_int8pack_mm as it is (the entry had assumed that autotuning copies it contiguous)."""
+    case = Case.make(op="mm", device="cpu", seed=1009, value_mode="normal", frozen_weights=True, weight_form="int8",
+                     config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((25, 65), (65, 1), 0, "bfloat16"), TensorSpec((65, 45), (46, 1), 0, "int8")))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-noncontiguous-weight-crash"}
