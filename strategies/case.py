@@ -52,6 +52,7 @@ CAST_DTYPES = ("float16", "bfloat16")
 """The dtypes the "cast" form computes in (from CAST_FROM)."""
 CAST_FROM = "float32"
 WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
+"""Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 BACKWARD_STEPS = ("relu", "relu_", "add_bias_row", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
                   "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols", "sum_rows", "chain_mm", "view_row",
                   "return_twice")
@@ -62,7 +63,6 @@ leaf that requires grad) or the projections (whose magnitude program takes |.| o
 BACKWARD_VALUE_MODES = ("normal", "exact_int", "sparse")
 """Value modes of a training case: finite, away from the ends of the dtype (no overflow or underflow
 in the backward's own products)."""
-"""Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 
 DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
 VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite", "tiny", "mixed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from fuzz.bugs.entry import PRODUCT_WRONG_VALUES, TEMPLATE, WRONG_VALUES, KnownBug
+from fuzz.bugs.entry import PRODUCT_OPS, PRODUCT_WRONG_VALUES, TEMPLATE, WRONG_VALUES, KnownBug
 from fuzz.bugs.regions import backends, frozen_cpp, replace, scaled, with_config, with_input
 from fuzz.run.programs import OTHER_WEIGHTS
 from fuzz.run.values import scale_shape
@@ -173,7 +173,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="fx-graph-cache-frozen-0d-param",
         oracles=("numerics",),
-        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm|mm_plus_mm|scaled_mm):\w+(@.+)?",),  # 0-d fp8 scales too
+        signatures=(rf"{WRONG_VALUES}:({PRODUCT_OPS}|scaled_mm):\w+(@.+)?",),  # 0-d fp8 scales too
         messages=(re.escape(OTHER_WEIGHTS),),  # only the program loaded from the cache
         applies=lambda c: c.frozen_weights and c.warm_cache and any(not t.shape for t in c.inputs[1:]),
         untrigger=lambda c: replace(c, warm_cache=False),

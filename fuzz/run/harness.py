@@ -175,8 +175,7 @@ def release_device_memory() -> None:
 
 
 def _on_cpu(expected: programs.Expected) -> programs.Expected:
-    return programs.Expected([v.cpu() for v in expected.values], [b.cpu() for b in expected.bounds],
-                             expected.exact)
+    return programs.Expected([v.cpu() for v in expected.values], [b.cpu() for b in expected.bounds], expected.exact)
 
 
 def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None = None,

@@ -150,10 +150,8 @@ def output_labels(case: Case) -> list[str]:
 def run(case: Case, tensors: Sequence[Tensor]) -> tuple[Tensor, ...]:
     """The case's program, eagerly, on the arguments the module would pass it."""
     first, weights = split_inputs(case, tensors)
-    program = compile_source(source(case))
-    if case.backward:  # no weights held: every input is an argument
-        return call(case, program, first)
-    return program(*activations(case, first), *weight_args(case, held_weights(case, weights)))
+    return call(case, compile_source(source(case)),
+                [*activations(case, first), *weight_args(case, held_weights(case, weights))])
 
 
 class Program(torch.nn.Module):
