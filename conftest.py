@@ -1,5 +1,5 @@
-"""pytest setup: Hypothesis profiles, one inductor/Triton cache and one GPU per xdist worker,
-`--repro-dir`, the reject-rate check of property tests, and the `fuzz_session` fixture."""
+"""pytest setup: Hypothesis profiles and a pinned pool of drawn literals, one inductor/Triton cache
+and one GPU per xdist worker, `--repro-dir`, the reject-rate check of property tests, and the `fuzz_session` fixture."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from hypothesis import settings
 
 from fuzz.engine.machine import core_window, visible_gpu_ids
+from fuzz.engine.stream import pin_local_constants
 from fuzz.tools.profiles import default_profile, register_profiles
 
 register_profiles()
@@ -32,6 +33,13 @@ def pytest_configure(config: pytest.Config) -> None:
     share_the_cores(worker)
     if not config.getoption("--hypothesis-profile", default=None):
         settings.load_profile(default_profile(len(gpus)))
+
+
+@pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has ended its initialization
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A derandomized draw (the `ci` profile, the distribution tests) must not depend on the tests
+    the worker ran before it: pin Hypothesis's pool of drawn literals."""
+    pin_local_constants()
 
 
 def share_the_cores(worker: str) -> None:

@@ -89,8 +89,9 @@ def running(body: Callable[[Any], None]) -> Iterator[None]:
 def pin_local_constants() -> None:
     """Hypothesis (6.131 on) mixes the literals of every local module imported so far into what it
     draws, so a stream would depend on what its process had imported by then (a driver imports
-    fuzz.engine.minimize at its first shrink; `regenerate` runs in another process). Pin that pool to the
-    literals of the `strategies` package, which a stream depends on anyway."""
+    fuzz.engine.minimize at its first shrink; `regenerate` runs in another process), and so would a
+    derandomized test on the tests its xdist worker ran before. Pin that pool to the literals of the
+    `strategies` package, which a stream depends on anyway."""
     try:
         from hypothesis.internal.conjecture import providers
         from hypothesis.internal.constants_ast import Constants, constants_from_module
