@@ -27,14 +27,18 @@ PROJECTION_OPS = ("mm", "addmm")
 """Ops the "projections" step applies again (two more projections of x0: the QKV shape)."""
 
 SPELLINGS = dict.fromkeys(OPS, ("call",)) | {
-    "mm": ("call", "operator", "method", "linear", "einsum"),
-    "addmm": ("call", "operator", "linear"),
-    "bmm": ("call", "operator", "method", "einsum"),
-    "baddbmm": ("call", "operator"),
+    "mm": ("call", "operator", "method", "linear", "einsum", "out"),
+    "addmm": ("call", "operator", "linear", "out"),
+    "bmm": ("call", "operator", "method", "einsum", "out"),
+    "baddbmm": ("call", "operator", "out"),
     "matmul": ("call", "operator", "method"),
 }
 """How a program may spell its op, as users write it ("call": torch.<op>(...); fuzz.run.programs
-renders each). For addmm/baddbmm every spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
+renders each). "out": the call writes into a buffer the caller passes, the last input (the result's
+shape, contiguous: dynamo runs other out= calls eagerly), returned after the program's outputs.
+For addmm/baddbmm every other spelling but "call" is `bias + a @ b`: alpha = beta = 1."""
+SCALAR_SPELLINGS = ("call", "out")
+"""Spellings that pass alpha and beta."""
 
 WEIGHT_FORMS = ("plain", "fused", "fused_first", "cast", "int8", "int8_tensor", "int8_single")
 """How a frozen weight (input 1) is held (fuzz.run.programs renders each): "plain", the parameter
@@ -51,6 +55,9 @@ FUSED_THIRD = {"fused": 1, "fused_first": 0}
 CAST_DTYPES = ("float16", "bfloat16")
 """The dtypes the "cast" form computes in (from CAST_FROM)."""
 CAST_FROM = "float32"
+RESULT_MUTATING_STEPS = ("relu_",)
+"""Steps that update the op's result in place: with an out= buffer, only as the first step (a later
+one may update a view or a copy of it)."""
 WEIGHT_READING_STEPS = ("add_bias_row", "cat_mm_rows", "cat_mm_cols", "projections")
 """Steps that read x1 as the float (K, N) operand (fuzz.run.steps): not with an int8 weight."""
 BACKWARD_STEPS = ("relu", "relu_", "add_bias_row", "add", "to_float32", "transpose_contiguous", "slice_step", "narrow",
@@ -132,7 +139,8 @@ class Case:
     `warm_cache`: compile with inductor's FX graph cache on (the user's default), then once more
     from that cache (a user's second run; frozen: another model of the same architecture, on
     other values) and check that program's outputs too.
-    `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum.
+    `spelling`: how the program writes the op (SPELLINGS): the `@` operator, a method, F.linear, einsum,
+    out= (the buffer is the last input).
     `weight_form`: how the module holds a frozen weight (WEIGHT_FORMS; "plain": the weight itself).
     `backward`: a training step: every input requires grad, the outputs are differentiated with
     fixed integer upstream gradients, and each input's `.grad` is an output too (fuzz.run.gradients).
@@ -166,8 +174,12 @@ class Case:
             raise CaseError(f"unknown device {self.device!r}; known: {', '.join(DEVICES)}")
         if self.value_mode not in VALUE_MODES:
             raise CaseError(f"unknown value mode {self.value_mode!r}; known: {', '.join(VALUE_MODES)}")
-        if len(self.inputs) != INPUT_COUNT[self.op]:
-            raise CaseError(f"{self.op} takes {INPUT_COUNT[self.op]} inputs, got {len(self.inputs)}")
+        if self.spelling not in SPELLINGS[self.op]:
+            raise CaseError(f"{self.op} has no spelling {self.spelling!r}; known: {', '.join(SPELLINGS[self.op])}")
+        count = INPUT_COUNT[self.op] + (self.spelling == "out")
+        if len(self.inputs) != count:
+            last = " (the out= buffer last)" if self.spelling == "out" else ""
+            raise CaseError(f"{self.op} takes {count} inputs{last}, got {len(self.inputs)}")
         bad = [k for k, _ in self.params if k not in PARAM_KEYS[self.op]]
         if bad:
             raise CaseError(f"unknown parameter {bad[0]!r} for {self.op}")
@@ -178,9 +190,7 @@ class Case:
                                                 or (self.op == "addmm" and not self.inputs[2].shape)):
             raise CaseError(f"the projections step applies {' or '.join(PROJECTION_OPS)} again (addmm with a bias "
                             f"of rank 1 or 2), not {self.op}")
-        if self.spelling not in SPELLINGS[self.op]:
-            raise CaseError(f"{self.op} has no spelling {self.spelling!r}; known: {', '.join(SPELLINGS[self.op])}")
-        if self.spelling != "call" and any(v != 1.0 for _, v in self.params):
+        if self.spelling not in SCALAR_SPELLINGS and any(v != 1.0 for _, v in self.params):
             raise CaseError(f"{self.op} spelled {self.spelling!r} is `bias + a @ b`: alpha and beta must be 1")
         for i, d in self.mark_dynamic:
             if not (0 <= i < len(self.inputs) and 0 <= d < len(self.inputs[i].shape)):
@@ -196,6 +206,7 @@ class Case:
             raise CaseError("frozen_weights (the CPP GEMM path) is a CPU-only case")
         self._check_weight_form()
         self._check_backward()
+        self._check_out()
         if list(self.config) != sorted(self.config):
             raise CaseError("config entries must be sorted by key (use Case.make)")
 
@@ -233,6 +244,31 @@ class Case:
         other = [c for c in self.consumers if c not in BACKWARD_STEPS]
         if other:
             raise CaseError(f"a training case takes the steps {', '.join(BACKWARD_STEPS)}, not {other[0]!r}")
+
+    def _check_out(self) -> None:
+        if self.spelling != "out":
+            return
+        if self.frozen_weights or self.backward:
+            raise CaseError("an out= buffer is an argument of the call: no frozen weights, no training case")
+        n = INPUT_COUNT[self.op]
+        for call in (self.inputs, self.second_call) if self.second_call else (self.inputs,):
+            out, want = call[n], (*call[0].shape[:-1], call[1].shape[-1])
+            if out.shape != want or out.dtype != call[0].dtype:
+                raise CaseError(f"the out= buffer (input {n}) has the result's shape {want} and dtype "
+                                f"{call[0].dtype}, not {out.shape} {out.dtype}")
+            if any(size > 1 and stride != row_major for stride, row_major, size
+                   in zip(out.stride, contiguous_strides(out.shape), out.shape, strict=True)):
+                raise CaseError("the out= buffer is contiguous: dynamo runs an out= call into any other layout "
+                                "eagerly (a graph break)")
+        if n in self.shared_storage:
+            raise CaseError("the out= buffer has a storage of its own")
+        if any(c in RESULT_MUTATING_STEPS for c in self.consumers[1:]):
+            raise CaseError(f"with an out= buffer, {' and '.join(RESULT_MUTATING_STEPS)} may only be the first step")
+
+    @property
+    def out_buffer(self) -> int | None:
+        """The index of the out= buffer among the inputs (the last), or None."""
+        return INPUT_COUNT[self.op] if self.spelling == "out" else None
 
     @classmethod
     def make(cls, *, config: Mapping[str, Any], params: Mapping[str, float] | None = None, **kw: Any) -> Case:

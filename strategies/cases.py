@@ -16,8 +16,11 @@ from strategies.case import (
     CONSUMERS,
     FLOAT_PRODUCT_OPS,
     FUSED_THIRD,
+    INPUT_COUNT,
     INT8_FORMS,
     PROJECTION_OPS,
+    RESULT_MUTATING_STEPS,
+    SCALAR_SPELLINGS,
     SPELLINGS,
     WEIGHT_FORMS,
     WEIGHT_READING_STEPS,
@@ -27,7 +30,7 @@ from strategies.case import (
 )
 from strategies.choices import rarely
 from strategies.configs import autotune_configs
-from strategies.layouts import STRIDE_KINDS, strided
+from strategies.layouts import OUT_KINDS, STRIDE_KINDS, strided
 from strategies.shapes import dims, matmul_dims
 
 FLOAT_DTYPES = {"cpu": ("float32", "bfloat16", "float16"), "cuda": ("float32", "float16", "bfloat16")}
@@ -105,6 +108,12 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
 
 
 @st.composite
+def _out_buffer(draw: st.DrawFn, inputs: list[TensorSpec], dtype: str) -> TensorSpec:
+    """An out= buffer of the result's shape, contiguous or at an offset (OUT_KINDS)."""
+    return draw(strided((*inputs[0].shape[:-1], inputs[1].shape[-1]), dtype, OUT_KINDS))
+
+
+@st.composite
 def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
     """0-3 steps after the op: sometimes first a second product of the inputs concatenated with the
     result (inductor may then write both into one buffer: the flexible-layout freedom), or for mm and
@@ -135,6 +144,8 @@ SIZE_FAMILIES = ("M", "N", "K", "B")
 def _dim_roles(op: str, index: int, rank: int) -> tuple[str | None, ...]:
     """The size family (SIZE_FAMILIES) each dim of input `index` of `op` carries; None: a fixed
     size (mm_plus_mm's second K, matmul's extra broadcast dim, a size-1 dim of a row-wise scale)."""
+    if index == INPUT_COUNT[op]:  # the out= buffer: the result's ([B,] M, N)
+        return ("B", "M", "N")[3 - rank:]
     if op in ("addmm", "baddbmm") and index == 2:  # the bias, right-aligned to ([B,] M, N)
         full: tuple[str | None, ...] = ("B", "M", "N") if op == "baddbmm" else ("M", "N")
         return full[len(full) - rank:]
@@ -170,7 +181,7 @@ def _resized(draw: st.DrawFn, op: str, inputs: list[TensorSpec], family: str, si
         elif op == "scaled_mm" and i >= 1:  # B column-major, scales contiguous
             out.append(TensorSpec(shape, (1, shape[0]) if i == 1 else contiguous_strides(shape), 0, t.dtype))
         elif len(t.shape) >= 2:
-            out.append(draw(strided(shape, t.dtype, kinds)))
+            out.append(draw(strided(shape, t.dtype, OUT_KINDS if i == INPUT_COUNT[op] else kinds)))
         else:
             out.append(TensorSpec(shape, t.stride, t.offset, t.dtype))
     return tuple(out)
@@ -287,10 +298,13 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))
-    backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES
+    if spelling == "out":  # an in-place step updates the buffer only while the result is the buffer itself
+        consumers = consumers[:1] + tuple(c for c in consumers[1:] if c not in RESULT_MUTATING_STEPS)
+    backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES and spelling != "out"
     if backward:  # the multilinear steps (fuzz.run.gradients bounds their gradients)
         consumers = tuple(c for c in consumers if c in BACKWARD_STEPS)
-    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze and not backward
+    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze and not backward \
+        and spelling != "out"  # an out= buffer is the caller's argument
     form = _weight_form(form, op, frozen, dtype)
     if form in INT8_FORMS:  # the woq pattern's spelling; the steps that read x1 as a float (K, N) go
         spelling, consumers = "call", tuple(c for c in consumers if c not in WEIGHT_READING_STEPS)
@@ -303,12 +317,14 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         inputs[1] = dataclasses.replace(inputs[1], dtype="int8")
     if op == "addmm" and not inputs[2].shape:  # the projections' other biases are flips of this one
         consumers = tuple(c for c in consumers if c != "projections")
-    if spelling != "call":  # `a @ b + bias`, F.linear: no scalars
+    if spelling not in SCALAR_SPELLINGS:  # `a @ b + bias`, F.linear: no scalars
         params = dict.fromkeys(params, 1.0)
+    if spelling == "out":  # before the dynamic draw: a marked or resized family resizes the buffer too
+        inputs.append(draw(_out_buffer(inputs, dtype)))
     dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
                                            frozen, multiple, min_m))
     shared: tuple[int, ...] = ()
-    sharable = range(1 if frozen else 0, len(inputs))  # frozen: weights may share one storage (fused weights)
+    sharable = range(1 if frozen else 0, INPUT_COUNT[op])  # frozen: weights may share one storage (fused weights)
     share = draw(rarely(6))  # drawn whether it applies or not: frozen (fewer sharable inputs) must not shrink shorter
     if share and op != "scaled_mm" and "mutate_input" not in consumers and len(sharable) > 1:
         shared = tuple(draw(st.lists(st.sampled_from(sharable), min_size=2, max_size=len(sharable), unique=True)))

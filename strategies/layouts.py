@@ -10,6 +10,11 @@ from strategies.case import TensorSpec
 STRIDE_KINDS = ("contiguous", "transposed", "padded", "offset", "expanded", "nondense", "batch_inner")
 
 
+OUT_KINDS = ("contiguous", "offset")
+"""The layouts of an out= buffer dynamo compiles: it runs an out= call into any other layout, or
+into a buffer the op must resize, eagerly (a graph break: inductor never sees it)."""
+
+
 @st.composite
 def strided(draw: st.DrawFn, shape: tuple[int, ...], dtype: str,
             kinds: tuple[str, ...] = STRIDE_KINDS) -> TensorSpec:

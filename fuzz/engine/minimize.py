@@ -161,9 +161,15 @@ def _drop_params(case: CaseJson, attempt: Callable[[CaseJson], bool], report: Mi
 
 
 def _plain_spelling(case: CaseJson, attempt: Callable[[CaseJson], bool], report: Minimization) -> CaseJson:
-    """The op as a plain torch.<op> call, if it still fails so (alpha and beta stay 1)."""
+    """The op as a plain torch.<op> call, if it still fails so (alpha and beta stay; an out= buffer,
+    the last input, goes)."""
     spelling = case.get("spelling", "call")
-    if spelling == "call" or not attempt({**case, "spelling": "call"}):
+    plain = {**case, "spelling": "call"}
+    if spelling == "out":
+        plain["inputs"] = case["inputs"][:-1]
+        plain["second_call"] = case.get("second_call", [])[:-1]
+        plain["mark_dynamic"] = [m for m in case.get("mark_dynamic", []) if m[0] < len(plain["inputs"])]
+    if spelling == "call" or not attempt(plain):
         return case
     report.dropped.append(f"spelling={spelling}")
-    return {**case, "spelling": "call"}
+    return plain

@@ -144,6 +144,20 @@ def _bmm_lowering_raises(p: _Patches) -> None:
     p.set(InductorChoices, "get_template_configs", broken)
 
 
+def _input_update_dropped(p: _Patches) -> None:
+    from torch._inductor import ir, lowering
+
+    real = lowering.mutate_to  # what the copy_ lowering (an input updated in place) calls
+
+    def mutate_to(changed: Any, val: Any, unsafe_alias: bool = False) -> Any:
+        data = changed.data if isinstance(changed, ir.TensorBox) else changed
+        if isinstance(data, ir.StorageBox) and data.is_input_buffer():
+            return changed  # the graph input keeps its old values
+        return real(changed, val, unsafe_alias)
+
+    p.set(lowering, "mutate_to", mutate_to)
+
+
 def _silent_selection_hook(p: _Patches) -> None:
     from torch._inductor import select_algorithm
 
@@ -179,6 +193,8 @@ PLANTS: dict[str, Plant] = {p.name: p for p in (
           _hashed_extern_mm, lambda oracle, s: oracle == "src_hash" and s.kind == "extern-hash"),
     Plant("addmm-beta-zero-bias", "extern addmm multiplies the bias by beta = 0, so NaN in it leaks",
           _extern(("addmm", "bias_addmm"), _literal_addmm), _value("addmm", ("nonfinite",))),
+    Plant("input-update-dropped", "an input the program updates in place (an out= buffer, x.mul_()) keeps its "
+          "old values", _input_update_dropped, _value()),
     Plant("selection-hook-silent", "autotuning's preprocessing hook drops what is registered (no choice recorded)",
           _silent_selection_hook, lambda oracle, s: oracle == "observed" and s.kind == "unselected"),
     Plant("bmm-lowering-raises", "bmm's lowering raises IndexError while gathering its choices",

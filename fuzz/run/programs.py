@@ -21,7 +21,7 @@ from fuzz.run.gradients import gradient_bounds, train
 from fuzz.run.steps import CONSUMERS
 from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
-from strategies.case import CAST_FROM, FUSED_THIRD, INT8_FORMS, Case
+from strategies.case import CAST_FROM, FUSED_THIRD, INPUT_COUNT, INT8_FORMS, RESULT_MUTATING_STEPS, Case
 
 Tensor = torch.Tensor
 
@@ -71,9 +71,14 @@ SPELLED = {
     ("baddbmm", "operator"): "{0} @ {1} + {2}",
     ("matmul", "operator"): "{0} @ {1}",
     ("matmul", "method"): "{0}.matmul({1})",
+    ("mm", "out"): "torch.mm({0}, {1}, out={2})",
+    ("addmm", "out"): "torch.addmm({2}, {0}, {1}, beta={beta}, alpha={alpha}, out={3})",
+    ("bmm", "out"): "torch.bmm({0}, {1}, out={2})",
+    ("baddbmm", "out"): "torch.baddbmm({2}, {0}, {1}, beta={beta}, alpha={alpha}, out={3})",
 }
 """The op as users also write it (Case.spelling; "call" is OpSpec.code): the same float64
-semantics, and for `a @ b + bias` the rounding of each term that _op_result already allows."""
+semantics, and for `a @ b + bias` the rounding of each term that _op_result already allows. An
+out= buffer holds the op's result (the float64 programs assign it), and is the program's last output."""
 WOQ = "({0} @ {1}.t().to({0}.dtype)) * {2}"
 """An int8 weight form's mm: {1} the int8 weight held (N, K), {2} its scale (inductor 2.13's woq
 pattern 4; `F.linear(x, w.to(x.dtype)) * scale` matches only with 3-d activations)."""
@@ -113,16 +118,21 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
     if case.weight_form in INT8_FORMS:  # on float64 inputs held as the module holds them, its own reference
         names, call = [*names, f"x{len(names)}"], WOQ
     lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
+    if case.out_buffer is not None and (reference or magnitude):
+        lines.append(f"    {names[case.out_buffer]} = y  # what out= holds")
+    again_call = op.code if case.out_buffer is not None and not (reference or magnitude) else call
     outputs = ["y"]
     for step in (CONSUMERS[c] for c in case.consumers):
         if step.op_weights:  # the op again, with other weights
             exprs = [[f"({e}).abs()" if magnitude else e for e in pair] for pair in step.op_weights]
-            again = (call.format(*(names[0], w, b)[:len(names)], **params) for w, b in exprs)
+            again = (again_call.format(*(names[0], w, b)[:INPUT_COUNT[case.op]], **params) for w, b in exprs)
             lines.append(f"    y = torch.cat([y, {', '.join(again)}], dim=-1)")
         if code := (magnitude and step.magnitude) or step.code:
             lines.append(f"    {code}")
         if step.output:
             outputs.append(step.output)
+    if case.out_buffer is not None:
+        outputs.append(names[case.out_buffer])
     lines.append(f"    return ({', '.join(outputs)},)")
     return "\n".join(lines) + "\n"
 
@@ -140,9 +150,9 @@ def call(case: Case, fn: Callable[..., tuple[Tensor, ...]], args: Sequence[Tenso
 
 
 def output_labels(case: Case) -> list[str]:
-    """Each output's name in a check's label: out0.. for the program's results, then a training
-    case's gradients as x0.grad.."""
-    results = 1 + sum(bool(CONSUMERS[c].output) for c in case.consumers)
+    """Each output's name in a check's label: out0.. for the program's results (an out= buffer
+    last), then a training case's gradients as x0.grad.."""
+    results = 1 + sum(bool(CONSUMERS[c].output) for c in case.consumers) + (case.out_buffer is not None)
     grads = [f"x{i}.grad" for i in range(len(case.inputs))] if case.backward else []
     return [f"out{j}" for j in range(results)] + grads
 
@@ -248,8 +258,10 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
     ref = Reference({"torch": torch, **dict(zip(names, (t.clone() for t in tensors), strict=True))},
                     {"torch": torch, **dict(zip(names, (t.abs() for t in tensors), strict=True))}, _params(case), model)
     y = _op_result(case, ref)
+    held = y  # an out= buffer: the op's result, and what a step updating the result in place makes of it
     outputs: list[Tracked] = []
-    for step in (CONSUMERS[c] for c in case.consumers):
+    for name in case.consumers:
+        step, before = CONSUMERS[name], y
         if step.op_weights:
             y = _projections(case, ref, y, step.op_weights)
         if step.output == "x0":
@@ -264,7 +276,11 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
                         y.dtype, y.exact)
         if step.output == "y":
             outputs.append(y)
+        if name in RESULT_MUTATING_STEPS and before is held:
+            held = y
     outputs.insert(0, y)
+    if case.out_buffer is not None:
+        outputs.append(held)
     exact = all(t.exact for t in outputs)
     result = Expected([t.value for t in outputs], [t.bound for t in outputs], [exact] * len(outputs))
     if case.backward:
@@ -281,7 +297,7 @@ def _projections(case: Case, ref: Reference, y: Tracked, weights: tuple[tuple[st
     """cat([y, op(x0, w, b) for (w, b) in weights], -1): each call as the op's own result on them."""
     parts = [y]
     for w, b in weights:
-        swap = dict(zip(("x1", "x2")[:len(case.inputs) - 1], (w, b), strict=False))  # mm: no bias
+        swap = dict(zip(("x1", "x2")[:INPUT_COUNT[case.op] - 1], (w, b), strict=False))  # mm: no bias
         parts.append(_op_result(case, dataclasses.replace(
             ref, env={**ref.env, **{k: eval(e, ref.env) for k, e in swap.items()}},  # noqa: S307 - our table
             abs_env={**ref.abs_env, **{k: eval(e, ref.env).abs() for k, e in swap.items()}})))  # noqa: S307 - ours

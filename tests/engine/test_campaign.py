@@ -71,6 +71,24 @@ def test_delta_minimize_drops_config_keys_graph_nodes_flags_and_params() -> None
                            "test_configs.max_mm_configs"}
 
 
+def test_leaving_the_out_spelling_drops_the_out_buffer_everywhere_it_is_named() -> None:
+    """The plain call returns a fresh tensor: the buffer (the last input) goes from the inputs, the
+    second call's inputs and the dynamic marks, or the candidate would be no valid case."""
+    case = {"op": "mm", "inputs": ["a", "b", "out"], "second_call": ["a2", "b2", "out2"], "spelling": "out",
+            "mark_dynamic": [[0, 0], [2, 0]], "config": {"max_autotune": True}}
+    small, how = delta_minimize(case, lambda c: c["inputs"][:2] == ["a", "b"], time_limit_s=60)
+    assert small["spelling"] == "call" and small["inputs"] == ["a", "b"] and "spelling=out" in how.dropped
+    assert small["second_call"] == [] and small["mark_dynamic"] == []  # dropped as elements the bug does not need
+
+    def valid(c: dict[str, Any]) -> bool:  # what Case validation says of these fields
+        n = len(c["inputs"])
+        return len(c["second_call"]) in (0, n) and all(i < n for i, _ in c["mark_dynamic"])
+
+    kept, _ = delta_minimize(case, lambda c: valid(c) and c["second_call"] != [] and [0, 0] in c["mark_dynamic"],
+                             time_limit_s=60)
+    assert kept["inputs"] == ["a", "b"] and kept["second_call"] == ["a2", "b2"] and kept["mark_dynamic"] == [[0, 0]]
+
+
 def test_delta_minimize_stops_at_its_time_limit() -> None:
     ticks = iter(range(1000))
     case = {"config": {"a": 1, "b": 2, "c": 3, "d": 4}, "consumers": ["x", "y"]}

@@ -114,3 +114,16 @@ def test_an_extern_mm_wrong_in_the_backward_pass_is_caught_by_a_training_case(
     found = caught_only_by(monkeypatch, lambda: plant("mm-wrong-in-backward"), forward, training)
     assert any(plant_named("mm-wrong-in-backward").caused("numerics", s) for s in found), found
     assert not any(s.startswith(f"tolerance:{op}:") for s in found), found  # the forward outputs stay right
+
+
+def test_an_out_buffer_left_unwritten_is_caught_by_an_out_spelled_case(
+        monkeypatch: pytest.MonkeyPatch, plant: Callable[[str], Plant]) -> None:
+    """`torch.mm(a, b, out=buf)`: functionalized, the result is copied into the caller's buffer, a
+    graph input the compiled graph updates; a lowering that drops that update leaves the buffer (and
+    the result, which is the buffer) as it was, while the call without out= updates no input."""
+    out = TensorSpec((24, 8), (8, 1), 3, "float32")  # at an offset in its storage
+    spelled = Case.make(op="mm", inputs=(spec((24, 40)), spec((40, 8)), out), device="cpu", value_mode="exact_int",
+                        seed=7, spelling="out", config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    found = caught_only_by(monkeypatch, lambda: plant("input-update-dropped"), mm(), spelled)
+    assert any(plant_named("input-update-dropped").caused("numerics", s) for s in found), found
+    assert all("mm:float32" in s for s in found), found

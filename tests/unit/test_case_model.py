@@ -39,6 +39,10 @@ def _valid() -> dict:
                    {"shape": [3, 4], "stride": [4, 1], "offset": 0, "dtype": "float32"}]}
 
 
+def _buffer(shape: tuple[int, int], stride: tuple[int, int]) -> dict:
+    return {"shape": list(shape), "stride": list(stride), "offset": 0, "dtype": "float32"}
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.update(op="conv"), "unknown op 'conv'"),
     (lambda d: d["inputs"][0].update(dtype="complex64"), "unsupported dtype 'complex64'"),
@@ -61,6 +65,17 @@ def _valid() -> dict:
     (lambda d: (d.update(backward=True), [t.update(dtype="int8") for t in d["inputs"]]), "float32, float16 or"),
     (lambda d: d.update(backward=True, op="int_mm", inputs=[{**t, "dtype": "int8"} for t in d["inputs"]]),
      "not int_mm"),
+    (lambda d: d.update(spelling="out"), "mm takes 3 inputs (the out= buffer last), got 2"),
+    (lambda d: (d.update(spelling="out"), d["inputs"].append(_buffer((4, 2), (2, 1)))),
+     "has the result's shape (2, 4)"),
+    (lambda d: (d.update(spelling="out"), d["inputs"].append(_buffer((2, 4), (1, 2)))),
+     "the out= buffer is contiguous"),
+    (lambda d: (d.update(spelling="out", frozen_weights=True), d["inputs"].append(_buffer((2, 4), (4, 1)))),
+     "no frozen weights"),
+    (lambda d: (d.update(spelling="out", shared_storage=[0, 2]), d["inputs"].append(_buffer((2, 4), (4, 1)))),
+     "a storage of its own"),
+    (lambda d: (d.update(spelling="out", consumers=["add", "relu_"]), d["inputs"].append(_buffer((2, 4), (4, 1)))),
+     "relu_ may only be the first step"),
 ])
 def test_bad_case_is_one_clear_line(mutate, message) -> None:
     data = _valid()
