@@ -23,6 +23,12 @@ CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row",
              "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
              "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input", "projections")
 """Steps applied to the op's result (fuzz.run.steps defines each)."""
+PROLOGUE_STEPS = ("relu", "neg", "transposed_copy")
+"""Steps applied to x0 before the op (fuzz.run.steps defines each; all exact): the op's activation
+then is a computed tensor, whose layout inductor chooses (a Triton template may fuse the step into
+its loads: prologue fusion), not a graph input's."""
+PROLOGUE_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "mm_plus_mm")
+"""Ops a prologue may precede: float activations (negating an int8 -128 wraps)."""
 PROJECTION_OPS = ("mm", "addmm")
 """Ops the "projections" step applies again (two more projections of x0: the QKV shape)."""
 
@@ -144,6 +150,7 @@ class Case:
     `weight_form`: how the module holds a frozen weight (WEIGHT_FORMS; "plain": the weight itself).
     `backward`: a training step: every input requires grad, the outputs are differentiated with
     fixed integer upstream gradients, and each input's `.grad` is an output too (fuzz.run.gradients).
+    `prologue`: steps applied to x0 before the op (PROLOGUE_STEPS).
     """
 
     op: str
@@ -166,6 +173,7 @@ class Case:
     warm_cache: bool = False
     weight_form: str = "plain"
     backward: bool = False
+    prologue: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -186,6 +194,11 @@ class Case:
         unknown = [c for c in self.consumers if c not in CONSUMERS]
         if unknown:
             raise CaseError(f"unknown consumer {unknown[0]!r}; known: {', '.join(CONSUMERS)}")
+        if any(p not in PROLOGUE_STEPS for p in self.prologue) or (self.prologue and self.op not in PROLOGUE_OPS):
+            raise CaseError(f"a prologue takes the steps {', '.join(PROLOGUE_STEPS)} before "
+                            f"{', '.join(PROLOGUE_OPS)}, not {list(self.prologue)} before {self.op}")
+        if self.prologue and "mutate_input" in self.consumers:
+            raise CaseError("with a prologue x0 is a computed tensor: mutate_input would not update an input")
         if "projections" in self.consumers and (self.op not in PROJECTION_OPS
                                                 or (self.op == "addmm" and not self.inputs[2].shape)):
             raise CaseError(f"the projections step applies {' or '.join(PROJECTION_OPS)} again (addmm with a bias "
@@ -256,8 +269,8 @@ class Case:
             if out.shape != want or out.dtype != call[0].dtype:
                 raise CaseError(f"the out= buffer (input {n}) has the result's shape {want} and dtype "
                                 f"{call[0].dtype}, not {out.shape} {out.dtype}")
-            if any(size > 1 and stride != row_major for stride, row_major, size
-                   in zip(out.stride, contiguous_strides(out.shape), out.shape, strict=True)):
+            if 0 not in out.shape and any(size > 1 and stride != row_major for stride, row_major, size
+                                          in zip(out.stride, contiguous_strides(out.shape), out.shape, strict=True)):
                 raise CaseError("the out= buffer is contiguous: dynamo runs an out= call into any other layout "
                                 "eagerly (a graph break)")
         if n in self.shared_storage:
@@ -305,6 +318,7 @@ class Case:
             "warm_cache": self.warm_cache,
             "weight_form": self.weight_form,
             "backward": self.backward,
+            "prologue": list(self.prologue),
         }
 
     def dumps(self) -> str:
@@ -335,7 +349,8 @@ class Case:
                             every_choice=bool(data["every_choice"]),
                             shared_storage=tuple(int(i) for i in data["shared_storage"]),
                             spelling=str(data["spelling"]), warm_cache=bool(data["warm_cache"]),
-                            weight_form=str(data["weight_form"]), backward=bool(data["backward"]))
+                            weight_form=str(data["weight_form"]), backward=bool(data["backward"]),
+                            prologue=tuple(str(p) for p in data["prologue"]))
         except (TypeError, AttributeError) as e:
             raise CaseError(f"malformed case: {e}") from None
 
@@ -354,7 +369,7 @@ _DEFAULTS: dict[str, Any] = {
     "reduced_precision": False, "dynamic": False,
     "consumers": [], "mark_dynamic": [], "second_call": [], "every_choice": False,
     "shared_storage": [], "spelling": "call", "warm_cache": False, "weight_form": "plain",
-    "backward": False}
+    "backward": False, "prologue": []}
 """JSON fields a Case may omit (older findings stay loadable)."""
 
 

@@ -19,6 +19,8 @@ from strategies.case import (
     INPUT_COUNT,
     INT8_FORMS,
     PROJECTION_OPS,
+    PROLOGUE_OPS,
+    PROLOGUE_STEPS,
     RESULT_MUTATING_STEPS,
     SCALAR_SPELLINGS,
     SPELLINGS,
@@ -30,6 +32,7 @@ from strategies.case import (
 )
 from strategies.choices import rarely
 from strategies.configs import autotune_configs
+from strategies.dynamic import dim_roles, dynamic_shapes
 from strategies.layouts import OUT_KINDS, STRIDE_KINDS, strided
 from strategies.shapes import dims, matmul_dims
 
@@ -137,82 +140,6 @@ def _consumers(draw: st.DrawFn, op: str, value_mode: str) -> tuple[str, ...]:
     return tuple(steps)
 
 
-SIZE_FAMILIES = ("M", "N", "K", "B")
-"""Sizes a dynamic case varies: rows and columns of the result, the contracted dim, the batch."""
-
-
-def _dim_roles(op: str, index: int, rank: int) -> tuple[str | None, ...]:
-    """The size family (SIZE_FAMILIES) each dim of input `index` of `op` carries; None: a fixed
-    size (mm_plus_mm's second K, matmul's extra broadcast dim, a size-1 dim of a row-wise scale)."""
-    if index == INPUT_COUNT[op]:  # the out= buffer: the result's ([B,] M, N)
-        return ("B", "M", "N")[3 - rank:]
-    if op in ("addmm", "baddbmm") and index == 2:  # the bias, right-aligned to ([B,] M, N)
-        full: tuple[str | None, ...] = ("B", "M", "N") if op == "baddbmm" else ("M", "N")
-        return full[len(full) - rank:]
-    if op == "scaled_mm" and index >= 2:  # scales: () tensor-wise, (M, 1) and (1, N) row-wise
-        return () if rank == 0 else (("M", None) if index == 2 else (None, "N"))
-    pair = index % 2 if op == "mm_plus_mm" else index
-    rows: str | None
-    cols: str | None
-    rows, cols = (("M", "K"), ("K", "N"))[pair]
-    if op == "mm_plus_mm" and index >= 2:
-        rows, cols = (rows, None) if pair == 0 else (None, cols)
-    return ((None,) * (rank - 3) + ("B",) if rank >= 3 else ()) + (rows, cols)
-
-
-def _family_dims(op: str, inputs: list[TensorSpec], family: str, size: int) -> list[tuple[int, int]]:
-    """(input, dim) pairs of `family` holding `size` (a broadcast size-1 dim of another size is not one)."""
-    return [(i, d) for i, t in enumerate(inputs) for d, role in enumerate(_dim_roles(op, i, len(t.shape)))
-            if role == family and t.shape[d] == size]
-
-
-@st.composite
-def _resized(draw: st.DrawFn, op: str, inputs: list[TensorSpec], family: str, size: int, new: int,
-             kinds: tuple[str, ...], frozen: bool) -> tuple[TensorSpec, ...]:
-    """The inputs with every dim of `family` changed from `size` to `new` (fresh strides of the
-    same kinds; scaled_mm keeps its required layouts; a rank-1 bias keeps its stride, 0 or 1,
-    which suits any size; frozen weights stay as they are: the compiled module holds them)."""
-    hit = _family_dims(op, inputs, family, size)
-    out = []
-    for i, t in enumerate(inputs):
-        shape = tuple(new if (i, d) in hit else n for d, n in enumerate(t.shape))
-        if frozen and i > 0:
-            out.append(t)
-        elif op == "scaled_mm" and i >= 1:  # B column-major, scales contiguous
-            out.append(TensorSpec(shape, (1, shape[0]) if i == 1 else contiguous_strides(shape), 0, t.dtype))
-        elif len(t.shape) >= 2:
-            out.append(draw(strided(shape, t.dtype, OUT_KINDS if i == INPUT_COUNT[op] else kinds)))
-        else:
-            out.append(TensorSpec(shape, t.stride, t.offset, t.dtype))
-    return tuple(out)
-
-
-@st.composite
-def _dynamic(draw: st.DrawFn, op: str, inputs: list[TensorSpec], sizes: dict[str, int], device: str,
-             kinds: tuple[str, ...], frozen: bool, multiple: int,
-             min_m: int) -> tuple[bool, tuple[tuple[int, int], ...], tuple[TensorSpec, ...]]:
-    """(dynamic=True, mark_dynamic pairs, second-call inputs): static, `dynamic=True`, or one size
-    family marked dynamic (every dim carrying it, so no other dim pins it to a constant; with
-    frozen weights only a family the weights do not carry); each but static may call the compiled
-    function again with that family resized (N and K to a multiple of `multiple`, M to at least
-    `min_m`)."""
-    mode = draw(st.sampled_from(("static", "static", "dynamic", "mark", "second_call")))
-    carried = {role for i, t in enumerate(inputs) for role in _dim_roles(op, i, len(t.shape))}
-    choices = [f for f in (_weightless_families(op, inputs) if frozen else SIZE_FAMILIES) if f in carried]
-    if mode == "static" or not choices:
-        return False, (), ()
-    family = draw(st.sampled_from(choices))
-    marks = tuple(_family_dims(op, inputs, family, sizes[family])) if mode == "mark" and sizes[family] > 1 else ()
-    second: tuple[TensorSpec, ...] = ()
-    if mode == "second_call" or draw(st.booleans()):
-        new = draw(dims(MAX_DIM[device] // 2 if family != "B" else 9, min_m if family == "M" else 1))
-        if family in ("N", "K") or (family == "M" and min_m > 1):  # min_m > 1: CUDA int_mm, M a multiple too
-            new = max(multiple, new - new % multiple)
-        if new != sizes[family]:
-            second = draw(_resized(op, inputs, family, sizes[family], new, kinds, frozen))
-    return mode == "dynamic", marks, second
-
-
 OUT_DTYPES = {"int_mm": "int32", "mm_out_dtype": "float32", "scaled_mm": "bfloat16"}
 """The result dtype where it is not the operands' (fuzz.run.programs)."""
 
@@ -257,12 +184,6 @@ def _servable(config: dict[str, object], op: str, device: str, frozen: bool,
     return {**config, "max_autotune_gemm_backends": join_backends(["ATEN", *backends])}
 
 
-def _weightless_families(op: str, inputs: list[TensorSpec]) -> tuple[str, ...]:
-    """Size families only the first input carries: with frozen weights only these can change."""
-    weights = {role for i, t in enumerate(inputs) if i > 0 for role in _dim_roles(op, i, len(t.shape))}
-    return tuple(f for f in _dim_roles(op, 0, len(inputs[0].shape)) if f is not None and f not in weights)
-
-
 @st.composite
 def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> Case:
     """One Case of `op` (any op the device runs when None) on `device` (CUDA when present, else CPU)."""
@@ -274,6 +195,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     spelling = draw(st.sampled_from(SPELLINGS[op]))  # shrinks to the plain torch.<op> call
     warm = draw(rarely(4))  # the user's FX graph cache (frozen graphs too: OSS inductor caches them)
     train = draw(rarely(4))  # a training step where it applies: an unfrozen float product, finite values
+    before = draw(rarely(5))  # a prologue where it applies (a float activation)
     form = draw(st.sampled_from(("plain", *WEIGHT_FORMS)))  # a frozen weight's form: plain in a third, shrinks to it
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
@@ -298,6 +220,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))
+    prologue = tuple(draw(st.lists(st.sampled_from(PROLOGUE_STEPS), min_size=1, max_size=2))) \
+        if before and op in PROLOGUE_OPS and "mutate_input" not in consumers else ()
     if spelling == "out":  # an in-place step updates the buffer only while the result is the buffer itself
         consumers = consumers[:1] + tuple(c for c in consumers[1:] if c not in RESULT_MUTATING_STEPS)
     backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES and spelling != "out"
@@ -321,8 +245,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         params = dict.fromkeys(params, 1.0)
     if spelling == "out":  # before the dynamic draw: a marked or resized family resizes the buffer too
         inputs.append(draw(_out_buffer(inputs, dtype)))
-    dynamic, marks, second = draw(_dynamic(op, inputs, {"M": m, "N": n, "K": k, "B": batch}, device, kinds,
-                                           frozen, multiple, min_m))
+    sizes = {"M": m, "N": n, "K": k, "B": batch}
+    dynamic, marks, second = draw(dynamic_shapes(op, inputs, sizes, MAX_DIM[device], kinds, frozen, multiple, min_m))
     shared: tuple[int, ...] = ()
     sharable = range(1 if frozen else 0, INPUT_COUNT[op])  # frozen: weights may share one storage (fused weights)
     share = draw(rarely(6))  # drawn whether it applies or not: frozen (fewer sharable inputs) must not shrink shorter
@@ -340,7 +264,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         reduced_precision=device == "cuda" and half and reduce and not backward,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
         every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm,
-        weight_form=form, backward=backward,
+        weight_form=form, backward=backward, prologue=prologue,
     )
 
 
@@ -375,12 +299,13 @@ def case_features(case: Case) -> set[str]:
            f"spelling:{case.op}:{case.spelling}",
            f"backends:{case.config_dict['max_autotune_gemm_backends']}"}
     out |= {f"dtype:{t.dtype}" for t in case.inputs} | {f"consumer:{c}" for c in case.consumers}
+    out |= {f"prologue:{p}" for p in case.prologue}
     out |= {f"stride:{stride_kind(t)}" for t in case.inputs} | {f"knob:{k}" for k in case.config_dict}
     out |= {"zero-size"} if any(0 in t.shape for t in case.inputs) else set()
     out |= {"dynamic"} if case.dynamic else set()
-    out |= {f"mark_dynamic:{_dim_roles(case.op, i, len(case.inputs[i].shape))[d]}" for i, d in case.mark_dynamic}
+    out |= {f"mark_dynamic:{dim_roles(case.op, i, len(case.inputs[i].shape))[d]}" for i, d in case.mark_dynamic}
     out |= {f"second_call:{role}" for i, (t, u) in enumerate(zip(case.inputs, case.second_call, strict=False))
-            for role, a, b in zip(_dim_roles(case.op, i, len(t.shape)), t.shape, u.shape, strict=False) if a != b}
+            for role, a, b in zip(dim_roles(case.op, i, len(t.shape)), t.shape, u.shape, strict=False) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
     out |= {"frozen"} if case.frozen_weights else set()
     out |= {f"weight_form:{case.weight_form}"} if case.weight_form != "plain" else set()

@@ -51,7 +51,8 @@ LOG_DIR = "logs"
 STREAM_LOG = "stream-{worker}.tsv"
 """Per driver, in LOG_DIR: one line per case of its stream that it ran (session, round, index,
 fingerprint, op), to compare two runs of a seed or find a case's position."""
-DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:", "spelling:", "consumer:", "weight_form:", "knob:", "stride:")
+DRAWN_PREFIXES = ("op:", "dtype:", "backends:", "value:", "spelling:", "consumer:", "prologue:", "weight_form:",
+                  "knob:", "stride:")
 """Case features (strategies.cases.case_features) counted for the report's "what was drawn"."""
 DRAWN_FLAGS = ("backward", "frozen", "warm_cache", "dynamic", "shared_storage", "every_choice:True", "no_max_autotune",
                "tf32", "reduced_precision")

@@ -17,7 +17,8 @@ from fuzz.store.findings import repro_state
 
 BUCKET_S = 30.0
 DRAWN = (("op:", "ops"), ("dtype:", "dtypes"), ("backends:", "backend sets"), ("value:", "value modes"),
-         ("spelling:", "spellings"), ("flag:", "case flags"), ("consumer:", "consumer steps"),
+         ("spelling:", "spellings"), ("flag:", "case flags"), ("prologue:", "prologue steps"),
+         ("consumer:", "consumer steps"),
          ("weight_form:", "weight forms"), ("stride:", "operand layouts"), ("knob:", "config knobs"))
 Points = list[tuple[float, float]]
 

@@ -198,7 +198,8 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     lines += ["", "", *programs.source(case).splitlines(), ""]
     if kind in VALUE_CHECKS and ref == "reference":
         lines += ["", *programs.source(case, reference=True).splitlines(), ""]
-    own = any(v < 0 for v in case.params_dict.values()) or any(CONSUMERS[c].own_magnitude for c in case.consumers)
+    own = any(v < 0 for v in case.params_dict.values()) or any(CONSUMERS[c].own_magnitude for c in case.consumers) \
+        or bool(case.prologue)
     if kind in (BOUND, NONFINITE) and own:  # else the reference on |inputs| is the magnitude
         lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
     if case.backward:

@@ -158,6 +158,18 @@ def _input_update_dropped(p: _Patches) -> None:
     p.set(lowering, "mutate_to", mutate_to)
 
 
+def _view_passed_row_major(p: _Patches) -> None:
+    from torch._inductor import ir
+    from torch._inductor.virtualized import V
+
+    def codegen_reference(self: Any, writer: Any = None) -> str:  # the view's size with row-major strides
+        return V.graph.wrapper_code.codegen_reinterpret_view(
+            self.data, self.layout.size, ir.FlexibleLayout.contiguous_strides(self.layout.size), self.layout.offset,
+            writer.writeline if writer is not None else V.graph.wrapper_code.writeline, dtype=self.layout.dtype)
+
+    p.set(ir.ReinterpretView, "codegen_reference", codegen_reference)
+
+
 def _silent_selection_hook(p: _Patches) -> None:
     from torch._inductor import select_algorithm
 
@@ -195,6 +207,8 @@ PLANTS: dict[str, Plant] = {p.name: p for p in (
           _extern(("addmm", "bias_addmm"), _literal_addmm), _value("addmm", ("nonfinite",))),
     Plant("input-update-dropped", "an input the program updates in place (an out= buffer, x.mul_()) keeps its "
           "old values", _input_update_dropped, _value()),
+    Plant("view-passed-row-major", "a kernel gets a strided view of a computed buffer (a transposed activation "
+          "copy) with row-major strides", _view_passed_row_major, _value()),
     Plant("selection-hook-silent", "autotuning's preprocessing hook drops what is registered (no choice recorded)",
           _silent_selection_hook, lambda oracle, s: oracle == "observed" and s.kind == "unselected"),
     Plant("bmm-lowering-raises", "bmm's lowering raises IndexError while gathering its choices",

@@ -18,7 +18,7 @@ from typing import Any, cast
 import torch
 
 from fuzz.run.gradients import gradient_bounds, train
-from fuzz.run.steps import CONSUMERS
+from fuzz.run.steps import CONSUMERS, PROLOGUES
 from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
 from strategies.case import CAST_FROM, FUSED_THIRD, INPUT_COUNT, INT8_FORMS, RESULT_MUTATING_STEPS, Case
@@ -117,7 +117,9 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
         name, call = "program", SPELLED.get((case.op, case.spelling), op.code)
     if case.weight_form in INT8_FORMS:  # on float64 inputs held as the module holds them, its own reference
         names, call = [*names, f"x{len(names)}"], WOQ
-    lines = [f"def {name}({', '.join(names)}):", f"    y = {call.format(*names, **params)}"]
+    lines = [f"def {name}({', '.join(names)}):", *("" if magnitude else f"    {PROLOGUES[p]}" for p in case.prologue),
+             f"    y = {call.format(*names, **params)}"]
+    lines = [line for line in lines if line]
     if case.out_buffer is not None and (reference or magnitude):
         lines.append(f"    {names[case.out_buffer]} = y  # what out= holds")
     again_call = op.code if case.out_buffer is not None and not (reference or magnitude) else call
@@ -257,6 +259,9 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
     names = [f"x{i}" for i in range(len(tensors))]
     ref = Reference({"torch": torch, **dict(zip(names, (t.clone() for t in tensors), strict=True))},
                     {"torch": torch, **dict(zip(names, (t.abs() for t in tensors), strict=True))}, _params(case), model)
+    for pre in case.prologue:  # exact: x0's values change, its magnitude is their size
+        exec(PROLOGUES[pre], ref.env)  # noqa: S102 - our own table
+        ref.abs_env["x0"] = ref.env["x0"].abs()
     y = _op_result(case, ref)
     held = y  # an out= buffer: the op's result, and what a step updating the result in place makes of it
     outputs: list[Tracked] = []

@@ -127,3 +127,14 @@ def test_an_out_buffer_left_unwritten_is_caught_by_an_out_spelled_case(
     found = caught_only_by(monkeypatch, lambda: plant("input-update-dropped"), mm(), spelled)
     assert any(plant_named("input-update-dropped").caused("numerics", s) for s in found), found
     assert all("mm:float32" in s for s in found), found
+
+
+def test_a_computed_operand_passed_with_the_wrong_strides_is_caught_by_a_case_with_a_prologue(
+        monkeypatch: pytest.MonkeyPatch, plant: Callable[[str], Plant]) -> None:
+    """Models compute the activation a projection reads (`linear(x.transpose(1, 2).contiguous()...)`,
+    relu between two linears): the op's operand is then a buffer inductor computed and lays out,
+    read through a view; a view passed to the kernel with row-major strides misreads a transposed
+    copy, while the plain call's operands are graph inputs, passed as they are."""
+    case = dataclasses.replace(mm(), prologue=("transposed_copy",))
+    found = caught_only_by(monkeypatch, lambda: plant("view-passed-row-major"), mm(), case)
+    assert any(plant_named("view-passed-row-major").caused("numerics", s) for s in found), found

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, SPELLINGS, WEIGHT_FORMS, Case
-from strategies.cases import DEVICE_OPS, SIZE_FAMILIES, case_features, cases
+from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, PROLOGUE_STEPS, SPELLINGS, WEIGHT_FORMS, Case
+from strategies.cases import DEVICE_OPS, case_features, cases
 from strategies.configs import BACKENDS, device_knobs
+from strategies.dynamic import SIZE_FAMILIES
 
 
 def drawn(device: str, n: int) -> set[str]:
@@ -55,7 +56,7 @@ COMMON = {*(f"{mode}:{family}" for mode in ("mark_dynamic", "second_call") for f
           "value:sparse", "value:nonfinite",
           "stride:expanded", "stride:nondense", "stride:transposed", "stride:batch_inner", "stride:offset",
           "knob:test_configs.max_mm_configs", "backward"} \
-    | {f"backward-op:{op}" for op in FLOAT_PRODUCT_OPS} \
+    | {f"backward-op:{op}" for op in FLOAT_PRODUCT_OPS} | {f"prologue:{step}" for step in PROLOGUE_STEPS} \
     | {f"spelling:{op}:{spelling}" for op, spellings in SPELLINGS.items() if op in DEVICE_OPS["cpu"]
        for spelling in spellings}
 
