@@ -243,6 +243,22 @@ def test_an_empty_frozen_weight_with_cpp_alone_is_the_freezing_bug() -> None:
         assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
 
 
+def test_a_bug_before_any_choice_is_known_in_a_case_whose_backends_serve_nothing() -> None:
+    """Freezing raises before inductor gathers a choice, so a minimized case may keep the crash
+    with CPP alone, which cannot serve int_mm: the trigger-free re-run lets ATen serve it, as the
+    strategies would, instead of being rejected and leaving the crash a new finding (a 3-minute
+    campaign's)."""
+    bug = REGIONS["freezing-discard-integer-parameter"]
+    case = Case.make(op="int_mm", device="cpu", value_mode="sparse", frozen_weights=True,
+                     inputs=(TensorSpec((123, 63), (63, 1), 0, "int8"), TensorSpec((63, 96), (96, 1), 0, "int8")),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "CPP",
+                             "freezing_discard_parameters": True})
+    if not any(torch.__version__.startswith(v) for v in bug.torch_versions):
+        pytest.skip(f"{bug.name} is registered for torch {bug.torch_versions}")
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
+
+
 def test_int_mm_region_matches_aten_on_the_strides_it_was_fitted_on() -> None:
     """The ATen CPU _int_mm region (row-major with a short row stride, or column-major with a short
     column stride) against eager on a stride grid: it misses no wrong result."""
