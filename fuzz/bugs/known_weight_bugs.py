@@ -30,18 +30,30 @@ def woq_unmatched(case: Case) -> Case:
     return replace(half, config={**half.config_dict, "max_autotune_gemm_backends": with_aten})
 
 
-def one_scale(case: Case) -> bool:
-    """The woq pattern's scale holds one element (0-d, (1,), or per channel with N == 1)."""
-    return woq_matched(case) and scale_shape(case) in ((), (1,))
+INLINED_CONSTANT_ELEMENTS = 8
+"""inductor inlines a frozen 1-D constant of at most this many elements as values (a Pointwise;
+a 0-d one as an ir.Constant): GraphLowering.can_inline_constant."""
 
 
-def woq_weight_not_contiguous(case: Case) -> bool:
-    """A case whose woq pattern matched, and the int8 weight the module holds, (N, K): input 1, a
-    (K, N) view, transposed, is not contiguous (dims of size 1 aside)."""
+def inlined_scale(case: Case) -> bool:
+    """The woq pattern's scale is one inductor inlines: 0-d, or 1-D of at most 8 elements (a (1,)
+    scale, or per channel with N <= 8)."""
+    if not woq_matched(case):
+        return False
+    shape = scale_shape(case)
+    return shape == () or (len(shape) == 1 and shape[0] <= INLINED_CONSTANT_ELEMENTS)
+
+
+def woq_operand_not_contiguous(case: Case) -> bool:
+    """A case whose woq pattern matched, with an operand _weight_int8pack_mm refuses: the int8
+    weight the module holds, (N, K) (input 1, a (K, N) view, transposed), not contiguous (dims of
+    size 1 aside), or an activation whose rows are not unit-stride: a strided input without a
+    prologue, or a prologue ending in a column-major copy."""
     if not woq_matched(case):
         return False
     (k, n), (row, col) = case.inputs[1].shape, case.inputs[1].stride
-    return (k > 1 and row != 1) or (n > 1 and col != k)
+    column_major = case.prologue[-1:] == ("transposed_copy",) if case.prologue else case.inputs[0].stride[-1] != 1
+    return (k > 1 and row != 1) or (n > 1 and col != k) or (k > 1 and column_major)
 
 
 def integer_parameter_discarded(case: Case) -> bool:
@@ -53,18 +65,21 @@ def integer_parameter_discarded(case: Case) -> bool:
 
 WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
-        name="woq-int8-noncontiguous-weight-crash",
+        name="woq-int8-noncontiguous-operand-crash",
         oracles=("crash", "template_presence"),
         signatures=(r"crash:RuntimeError:output_code\.py:__call__",
                     r"dropped:_weight_int8pack_mm@aten::_weight_int8pack_mm:\w+"),
-        messages=(r"_weight_int8pack_mm_cpu : expect B to be contiguous", r"dropped aten::_weight_int8pack_mm "),
-        applies=woq_weight_not_contiguous,
+        messages=(r"_weight_int8pack_mm_cpu : (expect B to be contiguous|A must be contiguous on the last dimension)",
+                  r"dropped aten::_weight_int8pack_mm "),
+        applies=woq_operand_not_contiguous,
         untrigger=woq_unmatched,  # a contiguous weight took a segfault in _weight_int8pack_mm here: not a safe re-run
         tracking="repros/woq_int8_noncontiguous_weight_crash_plain.py (not yet filed upstream; found by a CPU "
-                 "campaign test): inductor's woq pattern hands a non-contiguous int8 weight to "
-                 "_weight_int8pack_mm, which requires a contiguous one: a plain compile, or max-autotune with "
-                 "ATEN alone, raises; with other choices autotuning drops the extern one (a seed-1 3-minute "
-                 "campaign: ATEN alone under max_autotune_gemm); eager runs",
+                 "campaign test): inductor's woq pattern hands a non-contiguous int8 weight, or an activation "
+                 "whose rows are strided (a transposed input, or a column-major copy computed before the op: "
+                 "a seed-2 3-minute campaign, 2.13), to _weight_int8pack_mm, which requires a contiguous B and "
+                 "a unit-stride A: a plain compile, or max-autotune with ATEN alone, raises; with other choices "
+                 "autotuning may drop the extern one (a seed-1 3-minute campaign: ATEN alone under "
+                 "max_autotune_gemm); eager runs",
         torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),
@@ -94,17 +109,18 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         devices=("cpu",),
     ),
     KnownBug(
-        name="woq-int8-one-element-scale-crash",
+        name="woq-int8-inlined-scale-crash",
         oracles=("crash",),
         signatures=(r"crash:AssertionError:ir\.py:unwrap_storage_for_input",
                     r"crash:AssertionError:codegen/cpp_template\.py:generate"),
         messages=(r"<class 'torch\._inductor\.ir\.(Constant|Pointwise)'>", r"_frozen_param\d+', 'buf\w+', "),
-        applies=one_scale,
+        applies=inlined_scale,
         untrigger=woq_unmatched,
         tracking="repros/woq_int8_scalar_scale_crash_plain.py (not yet filed upstream): the woq pattern "
-                 "checks only the scale's dtype: a 0-d or (1,) scale (or N == 1) reaches _weight_int8pack_mm's "
-                 "lowering as a broadcast constant, and the extern kernel (ir.Constant/Pointwise) or the CPP "
-                 "template's epilogue (kernel call buffers) assert",
+                 "checks only the scale's dtype: a 0-d scale, or a 1-D one of at most 8 elements (a (1,) scale, "
+                 "or per channel with N <= 8: a seed-2 3-minute campaign), which inductor inlines as values, "
+                 "reaches _weight_int8pack_mm's lowering unrealized, and the extern kernel "
+                 "(ir.Constant/Pointwise) or the CPP template's epilogue (kernel call buffers) assert",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

@@ -93,10 +93,10 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/fx_passes/binary_folding.py (enable_linear_binary_folding), the addmm case"),
     RootCause("woq-int8-pattern-unchecked",
               "[inductor][cpu] the weight-only int8 pattern rewrites `(x @ w.t().to(x.dtype)) * scale` to "
-              "_weight_int8pack_mm without checking the scale's shape or the weight's layout",
-              ("woq-int8-one-element-scale-crash", "woq-int8-noncontiguous-weight-crash"),
+              "_weight_int8pack_mm without checking the scale's shape or its operands' layouts",
+              ("woq-int8-inlined-scale-crash", "woq-int8-noncontiguous-operand-crash"),
               "torch/_inductor/fx_passes/quantization.py: `_is_valid_woq_optimization_pattern` checks dtypes only, "
-              "and the woq lowering passes the frozen weight and scale as they are"),
+              "and the woq lowering passes the activation, the frozen weight and the scale as they are"),
     RootCause("woq-int8-k0-reshape",
               "[inductor][cpu] the weight-only int8 lowering reshapes the activation to [-1, K]: with K == 0 "
               "it divides by zero",

@@ -693,7 +693,7 @@ def test_the_woq_untrigger_runs_where_cpp_alone_would_serve_nothing() -> None:
                      weight_form="int8_single", config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "CPP"},
                      inputs=(TensorSpec((5, 33), (33, 1), 8, "bfloat16"), TensorSpec((33, 16), (16, 1), 3, "int8")))
     verdict = FuzzSession().evaluate(case)
-    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-one-element-scale-crash"}
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-inlined-scale-crash"}
 
 
 @pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the woq entries are registered for 2.13")
@@ -716,4 +716,40 @@ def test_the_woq_noncontiguous_weight_entry_covers_max_autotune_with_aten_alone(
                      config={"max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN"},
                      inputs=(TensorSpec((25, 65), (65, 1), 0, "bfloat16"), TensorSpec((65, 45), (46, 1), 0, "int8")))
     verdict = FuzzSession().evaluate(case)
-    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-noncontiguous-weight-crash"}
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"woq-int8-noncontiguous-operand-crash"}
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the woq entries are registered for 2.13")
+@pytest.mark.parametrize("x, prologue", [(TensorSpec((64, 15), (1, 64), 0, "bfloat16"), ()),
+                                          (TensorSpec((64, 16), (16, 1), 0, "bfloat16"), ("transposed_copy",))])
+def test_a_woq_activation_with_strided_rows_is_the_noncontiguous_operand_crash(
+        x: TensorSpec, prologue: tuple[str, ...]) -> None:
+    """A seed-2 3-minute CPU campaign's case, shrunk (a transposed bf16 activation: "A must be
+    contiguous on the last dimension"), and the same through a column-major copy computed before the
+    op; a copy followed by negation is laid out row-major, outside the region."""
+    k = x.shape[1]
+    case = Case.make(op="mm", device="cpu", seed=1, value_mode="normal", frozen_weights=True, weight_form="int8",
+                     prologue=prologue, config={"max_autotune": False, "max_autotune_gemm": False,
+                                                "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(x, TensorSpec((k, 48), (1, k), 0, "int8")))
+    bug = REGIONS["woq-int8-noncontiguous-operand-crash"]
+    assert bug.applies(case) and not bug.applies(dataclasses.replace(case, prologue=(*prologue, "neg")))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {bug.name}
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="the woq entries are registered for 2.13")
+@pytest.mark.parametrize("n", [2, 8])
+def test_a_per_channel_woq_scale_of_at_most_8_elements_is_the_inlined_scale_crash(n: int) -> None:
+    """A seed-2 3-minute CPU campaign's case (N = 2): inductor inlines a 1-D frozen constant of at
+    most 8 elements, so a per-channel scale with N <= 8 reaches the woq lowering unrealized, as a 0-d
+    or (1,) one does; N = 16 compiles."""
+    def case(columns: int) -> Case:
+        return Case.make(op="mm", device="cpu", seed=68, value_mode="sparse", frozen_weights=True, weight_form="int8",
+                         config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                         inputs=(TensorSpec((64, 16), (16, 1), 0, "bfloat16"),
+                                 TensorSpec((16, columns), (1, 16), 0, "int8")))
+    bug = REGIONS["woq-int8-inlined-scale-crash"]
+    assert bug.applies(case(n)) and not bug.applies(case(16))
+    verdict = FuzzSession().evaluate(case(n))
+    assert verdict.violations == [] and {b.name for _, b in verdict.known} == {bug.name}
