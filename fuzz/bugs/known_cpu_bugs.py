@@ -14,7 +14,7 @@ from fuzz.bugs.regions import (
     frozen_cpp,
     frozen_half_product,
     frozen_linear,
-    half_row_product_twice,
+    half_product_twice,
     scaled,
     span,
     static,
@@ -22,7 +22,7 @@ from fuzz.bugs.regions import (
     weight_at_offset_zero,
     with_input,
     without_backend,
-    without_cat_mm_rows,
+    without_cat_mm,
     without_config,
 )
 from strategies.case import TensorSpec
@@ -219,11 +219,13 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash",),
         signatures=CPP_COMPILE_ERROR[:1],
         messages=(r"conflicting declaration .*tmp_acc\d+_vec",),
-        applies=half_row_product_twice,
-        untrigger=without_cat_mm_rows,
+        applies=half_product_twice,
+        untrigger=without_cat_mm,
         tracking="repros/cpp_half_bmm_m1_repeated_product_compile_error.py (not yet filed upstream; found by a "
                  "10-minute CPU campaign): the same fp16/bf16 bmm with M == 1 twice in one graph (here "
-                 "torch.cat([a @ b, a @ b], dim=-2)): the C++ kernel declares `tmp_acc0_vec` twice",
+                 "torch.cat([a @ b, a @ b], dim=-2)): the C++ kernel declares `tmp_acc0_vec` twice; also with "
+                 "N == 1 and the product repeated along the columns (a seed-1 3-minute campaign: fp16 matmul, "
+                 "x1 (9, 290, 1) non-dense)",
         torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),

@@ -184,16 +184,19 @@ def scalar_to_vector_bias(case: Case) -> Case:
     return with_input(case, 2, lambda t: TensorSpec((1,), (1,), 0, t.dtype))
 
 
-def half_row_product_twice(case: Case) -> bool:
-    """A CPU fp16/bf16 batched product with M == 1 in some call (inductor decomposes it into a
-    reduction) whose cat_mm_rows step, with M == 1, computes the very same product again."""
-    return (case.device == "cpu" and case.op in ("bmm", "matmul") and "cat_mm_rows" in case.consumers
-            and any(a.dtype in HALF and len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[-2] == 1
+def half_product_twice(case: Case) -> bool:
+    """A CPU fp16/bf16 batched product that some call computes twice: M == 1 and a cat_mm_rows step,
+    or N == 1 and a cat_mm_cols step (each then repeats the very product), which inductor may lower
+    as two identical reductions (M == 1: the bmm decomposition; N == 1: seen with a strided x1)."""
+    return (case.device == "cpu" and case.op in ("bmm", "matmul")
+            and any(a.dtype in HALF and len(a.shape) >= 3 and len(b.shape) >= 3
+                    and (("cat_mm_rows" in case.consumers and a.shape[-2] == 1)
+                         or ("cat_mm_cols" in case.consumers and b.shape[-1] == 1))
                     for a, b, *_ in calls(case)))
 
 
-def without_cat_mm_rows(case: Case) -> Case:
-    return replace(case, consumers=tuple(c for c in case.consumers if c != "cat_mm_rows"))
+def without_cat_mm(case: Case) -> Case:
+    return replace(case, consumers=tuple(c for c in case.consumers if c not in ("cat_mm_rows", "cat_mm_cols")))
 
 
 def weight_at_offset_zero(case: Case) -> Case:

@@ -212,6 +212,21 @@ def test_the_repeated_row_product_entry_needs_a_half_dtype_one_row_and_the_cat()
     assert bug.untrigger(repeated_row_product_case()).consumers == ()
 
 
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_a_half_product_repeated_along_one_column_is_the_repeated_product_bug() -> None:
+    """A seed-1 3-minute CPU campaign's case, shrunk: an fp16 matmul with N == 1 and a non-dense x1,
+    whose cat_mm_cols step computes the same product again; a dense x1 compiles (inside the region:
+    the re-run without the step confirms)."""
+    bug = REGIONS["cpp-half-bmm-m1-repeated-product-compile-error"]
+    case = Case.make(op="matmul", device="cpu", value_mode="normal", consumers=("cat_mm_cols",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((2, 9, 48, 290), (125280, 13920, 290, 1), 0, "float16"),
+                             TensorSpec((9, 290, 1), (1740, 6, 1), 0, "float16")))
+    assert bug.applies(case) and bug.untrigger(case).consumers == ()
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
+
+
 @pytest.mark.skipif(not torch.__version__.startswith(("2.11", "2.13")), reason="seen on torch 2.11 and 2.13")
 def test_the_repeated_row_product_bug_still_reproduces_and_is_explained() -> None:
     verdict = FuzzSession().evaluate(repeated_row_product_case())
