@@ -117,9 +117,8 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
         name, call = "program", SPELLED.get((case.op, case.spelling), op.code)
     if case.weight_form in INT8_FORMS:  # on float64 inputs held as the module holds them, its own reference
         names, call = [*names, f"x{len(names)}"], WOQ
-    lines = [f"def {name}({', '.join(names)}):", *("" if magnitude else f"    {PROLOGUES[p]}" for p in case.prologue),
-             f"    y = {call.format(*names, **params)}"]
-    lines = [line for line in lines if line]
+    prologue = [] if magnitude else [f"    {PROLOGUES[p]}" for p in case.prologue]  # |x0| bounds each step's result
+    lines = [f"def {name}({', '.join(names)}):", *prologue, f"    y = {call.format(*names, **params)}"]
     if case.out_buffer is not None and (reference or magnitude):
         lines.append(f"    {names[case.out_buffer]} = y  # what out= holds")
     again_call = op.code if case.out_buffer is not None and not (reference or magnitude) else call
