@@ -768,3 +768,22 @@ def test_a_per_channel_woq_scale_of_at_most_8_elements_is_the_inlined_scale_cras
     assert bug.applies(case(n)) and not bug.applies(case(16))
     verdict = FuzzSession().evaluate(case(n))
     assert verdict.violations == [] and {b.name for _, b in verdict.known} == {bug.name}
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_an_out_buffer_is_the_input_mutation_of_the_cpp_bmm_epilogue_crash() -> None:
+    """A seed-3 5-minute CPU noise campaign's case, shrunk: a CPP bmm whose result, with a bias row
+    added, goes into an out= buffer (a graph input the graph updates) fails as an explicit
+    `x.mul_(2)` after the epilogue does; the same bmm without out= compiles."""
+    bug = REGIONS["cpp-bmm-epilogue-input-mutation-crash"]
+    a, b, out = (TensorSpec(shape, contiguous_strides(shape), 0, "float32")
+                 for shape in ((8, 13, 65), (8, 65, 257), (8, 13, 257)))
+    case = Case.make(op="bmm", device="cpu", seed=33489, value_mode="sparse", consumers=("add_bias_row",),
+                     spelling="out", inputs=(a, b, out),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "CPP", "epilogue_fusion_first": True,
+                             "max_autotune_allow_flexible_layouts": True})
+    plain = dataclasses.replace(case, spelling="call", inputs=(a, b))
+    assert bug.applies(case) and not bug.applies(plain)
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [v for _, v in verdict.known] == [bug]
+    assert not FuzzSession().evaluate(plain).violations
