@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 
 from fuzz.bugs.entry import PRODUCT_OPS, PRODUCT_WRONG_VALUES, TEMPLATE, WRONG_VALUES, KnownBug
-from fuzz.bugs.regions import backends, frozen_cpp, replace, scaled, with_config, with_input
+from fuzz.bugs.regions import frozen_cpp, replace, scaled, with_aten, with_config, with_input
 from fuzz.run.programs import OTHER_WEIGHTS
 from fuzz.run.values import scale_shape
-from strategies.backends import join_backends
 from strategies.case import INT8_FORMS, Case, TensorSpec
 
 
@@ -23,11 +22,7 @@ def woq_unmatched(case: Case) -> Case:
     """Untrigger: float16 activations, which the woq pattern leaves to the plain mm path, with ATEN
     added to a backend set that lacks it (CPP alone offers that float16 mm no choice, and a re-run
     that cannot run confirms nothing; every choice is compiled alone in it, CPP's too)."""
-    half = with_input(case, 0, lambda t: TensorSpec(t.shape, t.stride, t.offset, "float16"))
-    if "ATEN" in backends(half):
-        return half
-    with_aten = join_backends(["ATEN", *backends(half)])
-    return replace(half, config={**half.config_dict, "max_autotune_gemm_backends": with_aten})
+    return with_aten(with_input(case, 0, lambda t: TensorSpec(t.shape, t.stride, t.offset, "float16")))
 
 
 INLINED_CONSTANT_ELEMENTS = 8

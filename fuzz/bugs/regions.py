@@ -35,15 +35,22 @@ def replace(case: Case, **changes: Any) -> Case:
     return Case.make(**{**_fields(case), "config": case.config_dict, **changes})
 
 
+def with_aten(case: Case) -> Case:
+    """ATEN joins the case's backend set (order kept; unchanged where it is in): a variant no
+    template serves still runs (a re-run rejected as unservable confirms nothing)."""
+    if "ATEN" in backends(case):
+        return case
+    return replace(case, config={**case.config_dict,
+                                 "max_autotune_gemm_backends": join_backends(["ATEN", *backends(case)])})
+
+
 def unfrozen(case: Case) -> Case:
     """Untrigger: the weights as graph inputs, not constants; ATEN joins the backend set, since no
     template serves an unfrozen mm on the CPU (a CPP-only variant would be rejected, confirming nothing);
     the weight is plain (an int8 weight in the activations' dtype)."""
     dtype = case.inputs[0].dtype
     weight = (lambda t: TensorSpec(t.shape, t.stride, t.offset, dtype)) if case.weight_form in INT8_FORMS else None
-    return with_input(case, 1, weight or (lambda t: t), frozen_weights=False, weight_form="plain",
-                      config={**case.config_dict,
-                              "max_autotune_gemm_backends": join_backends(["ATEN", *backends(case)])})
+    return with_aten(with_input(case, 1, weight or (lambda t: t), frozen_weights=False, weight_form="plain"))
 
 
 def with_input(case: Case, index: int, change: Callable[[TensorSpec], TensorSpec], **changes: Any) -> Case:

@@ -8,7 +8,7 @@ import time
 
 from fuzz.bugs.entry import EAGER_AGREES, KnownBug
 from fuzz.bugs.known_bugs import KNOWN_BUGS, fitting
-from fuzz.bugs.regions import with_config
+from fuzz.bugs.regions import with_aten
 from fuzz.probe.catalogue_cache import shared_catalogue
 from fuzz.run.harness import HashLedger, release_device_memory, run_case
 from oracles import check_all
@@ -16,7 +16,6 @@ from oracles.model import REFERENCE_DIFFERS, Observation, Violation
 from oracles.signature import VALUE_KINDS, Signature
 from oracles.src_hash import is_triton
 from oracles.templates import unservable
-from strategies.backends import config_backends, join_backends
 from strategies.case import Case
 
 
@@ -97,10 +96,9 @@ class FuzzSession:
         run (nothing can be confirmed)."""
         variant = dataclasses.replace(bug.untrigger(case), every_choice=True)
         obs, violations = self._observe(variant)
-        backends = config_backends(variant.config_dict)
-        if unservable(obs) and "ATEN" not in backends:  # the bug struck before any choice was gathered (a
-            # minimized case may have lost ATEN): as the strategies would, let ATen serve what no template can
-            variant = with_config(max_autotune_gemm_backends=join_backends(["ATEN", *backends]))(variant)
+        if unservable(obs) and (served := with_aten(variant)) != variant:  # the bug struck before any choice
+            # was gathered (a minimized case may have lost ATEN): as the strategies would, let ATen serve it
+            variant = served
             obs, violations = self._observe(variant)
         if obs.eager_failure is not None or unservable(obs):
             return None

@@ -150,6 +150,9 @@ CONSUMERS: dict[str, Consumer] = {
     "mutate_input": Consumer("x0.mul_(2)", output="x0"),
     "projections": Consumer("", op_weights=PROJECTION_WEIGHTS),
 }
+"""Steps that add an output (return_twice, mutate_input) come last, and the steps that read the
+op's inputs again (add_bias_row, projections, then the cat_mm steps) come first (the strategies keep
+it so)."""
 PROLOGUES = {
     "relu": "x0 = torch.relu(x0)",
     "neg": "x0 = -x0",
@@ -158,6 +161,3 @@ PROLOGUES = {
 """Each prologue step's code: it rebinds x0 exactly (no rounding), so the float64 run applies it to
 the values and the magnitude is |x0| after it; a plain repro's magnitude program leaves it out
 (|x0| bounds each step's result)."""
-"""Steps that add an output (return_twice, mutate_input) come last, and the steps that read the
-op's inputs again (add_bias_row, projections, then the cat_mm steps) come first (the strategies keep
-it so)."""
