@@ -23,10 +23,14 @@ CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row",
              "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
              "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input", "projections")
 """Steps applied to the op's result (fuzz.run.steps defines each)."""
-PROLOGUE_STEPS = ("relu", "neg", "transposed_copy")
+UPCASTS = {"upcast_bfloat16": "bfloat16", "upcast_float16": "float16"}
+"""Prologue steps that cast x0 up to float32 (`x0.float()`, exact): the caller holds x0 in this
+narrower dtype (`Case.held`), as a model with low-precision activations and a float32 head does;
+the upcast is what a Triton template's prologue fusion fuses into its loads."""
+PROLOGUE_STEPS = ("relu", "neg", "transposed_copy", *UPCASTS)
 """Steps applied to x0 before the op (fuzz.run.steps defines each; all exact): the op's activation
 then is a computed tensor, whose layout inductor chooses (a Triton template may fuse the step into
-its loads: prologue fusion), not a graph input's."""
+its loads: prologue fusion), not a graph input's. An upcast comes first, before float32 ops."""
 PROLOGUE_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "mm_plus_mm")
 """Ops a prologue may precede: float activations (negating an int8 -128 wraps)."""
 PROJECTION_OPS = ("mm", "addmm")
@@ -199,6 +203,7 @@ class Case:
                             f"{', '.join(PROLOGUE_OPS)}, not {list(self.prologue)} before {self.op}")
         if self.prologue and "mutate_input" in self.consumers:
             raise CaseError("with a prologue x0 is a computed tensor: mutate_input would not update an input")
+        self._check_upcast()
         if "projections" in self.consumers and (self.op not in PROJECTION_OPS
                                                 or (self.op == "addmm" and not self.inputs[2].shape)):
             raise CaseError(f"the projections step applies {' or '.join(PROJECTION_OPS)} again (addmm with a bias "
@@ -222,6 +227,15 @@ class Case:
         self._check_out()
         if list(self.config) != sorted(self.config):
             raise CaseError("config entries must be sorted by key (use Case.make)")
+
+    def _check_upcast(self) -> None:
+        if not set(self.prologue) & set(UPCASTS):
+            return
+        if self.prologue[0] not in UPCASTS or sum(p in UPCASTS for p in self.prologue) > 1:
+            raise CaseError(f"an upcast is the prologue's first step, and its only one: {list(self.prologue)}")
+        if self.inputs[0].dtype != "float32" or self.backward or 0 in self.shared_storage:
+            raise CaseError("an upcast prologue feeds a float32 op (no training case) an activation held in its "
+                            "own storage")
 
     def _check_weight_form(self) -> None:
         if self.weight_form not in WEIGHT_FORMS:
@@ -277,6 +291,12 @@ class Case:
             raise CaseError("the out= buffer has a storage of its own")
         if any(c in RESULT_MUTATING_STEPS for c in self.consumers[1:]):
             raise CaseError(f"with an out= buffer, {' and '.join(RESULT_MUTATING_STEPS)} may only be the first step")
+
+    def held(self, specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        """The inputs `specs` (of either call) as the caller holds them: x0 in an upcast's narrower dtype."""
+        if specs and self.prologue and self.prologue[0] in UPCASTS:
+            return (dataclasses.replace(specs[0], dtype=UPCASTS[self.prologue[0]]), *specs[1:])
+        return specs
 
     @property
     def out_buffer(self) -> int | None:

@@ -24,6 +24,7 @@ from strategies.case import (
     RESULT_MUTATING_STEPS,
     SCALAR_SPELLINGS,
     SPELLINGS,
+    UPCASTS,
     WEIGHT_FORMS,
     WEIGHT_READING_STEPS,
     Case,
@@ -264,8 +265,16 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         reduced_precision=device == "cuda" and half and reduce and not backward,
         consumers=consumers, dynamic=dynamic, mark_dynamic=marks, second_call=second,
         every_choice=every_choice, shared_storage=shared, spelling=spelling, warm_cache=warm,
-        weight_form=form, backward=backward, prologue=prologue,
+        weight_form=form, backward=backward, prologue=_upcast_first(prologue, dtype == "float32" and not backward
+                                                                     and 0 not in shared),
     )
+
+
+def _upcast_first(prologue: tuple[str, ...], upcast: bool) -> tuple[str, ...]:
+    """The drawn prologue with its first upcast moved to the front where one applies (a float32 op, no
+    training case, x0 in a storage of its own), and without the other upcasts."""
+    upcasts = [p for p in prologue if p in UPCASTS]
+    return (*upcasts[:1 if upcast else 0], *(p for p in prologue if p not in UPCASTS))
 
 
 def _weight_form(drawn: str, op: str, frozen: bool, dtype: str) -> str:

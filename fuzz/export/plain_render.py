@@ -222,8 +222,8 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     warm = case.warm_cache and not form.eager and _in_module(case, form)  # loaded from the cache: other weights
     sets = []  # (function prefix, the values' case, first call's storages, second call's)
     for prefix, values in (("make", case), *((("make_other", programs.warm_cache_values(case)),) if warm else ())):
-        first = _storages(values, case.inputs, form.seeded)
-        second = _storages(values, case.second_call, form.seeded) if case.second_call else []
+        first = _storages(values, case.held(case.inputs), form.seeded)
+        second = _storages(values, case.held(case.second_call), form.seeded) if case.second_call else []
         if _second_x0_only(case, form):
             second = [s for s in second if s.group == [0]]
         sets.append((prefix, values, first, second))
@@ -232,9 +232,9 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
         lines += ["", *_strided_helper(case, any(s.nonfinite for s in helper)), ""]
     second_lines: list[str] = []
     for prefix, values, first, second in sets:
-        built = _build(values, case.inputs, first, form.seeded)
+        built = _build(values, case.held(case.inputs), first, form.seeded)
         lines += ["", *_make_inputs(f"{prefix}_inputs", built, len(case.inputs))]
-        second_lines = _build(values, case.second_call, second, form.seeded)
+        second_lines = _build(values, case.held(case.second_call), second, form.seeded)
         if case.second_call and not _second_x0_only(case, form):
             lines += ["", *_make_inputs(f"{prefix}_second_inputs", second_lines, len(case.second_call))]
     lines += ["", *_compile_and_call(case, form, kind, second_lines)]

@@ -95,7 +95,7 @@ def _plain_torch(case: Any) -> list[str]:
         lines.append(f"op: {data['op']} with parameters {data['params']}")
     lines.append("inputs, each a view torch.as_strided(storage, size, stride, offset) of a fresh storage:")
     shared = list(case.shared_storage) if len(case.shared_storage) > 1 else []
-    for i, t in enumerate(case.inputs):
+    for i, t in enumerate(case.held(case.inputs)):  # x0 as held before an upcast
         role = " (frozen module parameter)" if data.get("frozen_weights") and i > 0 else ""
         size = max(case.inputs[j].storage_size() for j in shared) if shared and i == shared[0] else t.storage_size()
         storage = f"storage of {size} elements" if i not in shared[1:] else f"a view of x{shared[0]}'s storage"

@@ -24,22 +24,24 @@ class PlantError(ValueError):
 
 
 class _Patches:
-    """Attributes set on objects, restored in reverse order by `undo`."""
+    """Attributes set on objects and items set in mappings, restored in reverse order by `undo`."""
 
     def __init__(self) -> None:
-        self.saved: list[tuple[Any, str, Any]] = []
+        self.undos: list[Callable[[], None]] = []
 
     def set(self, obj: Any, name: str, value: Any) -> None:
-        self.saved.append((obj, name, vars(obj).get(name, _MISSING)))
+        old = vars(obj).get(name, _MISSING)
+        self.undos.append(lambda: delattr(obj, name) if old is _MISSING else setattr(obj, name, old))
         setattr(obj, name, value)
 
+    def set_item(self, mapping: Any, key: Any, value: Any) -> None:
+        old = mapping[key]
+        self.undos.append(lambda: mapping.__setitem__(key, old))
+        mapping[key] = value
+
     def undo(self) -> None:
-        for obj, name, old in reversed(self.saved):
-            if old is _MISSING:
-                delattr(obj, name)
-            else:
-                setattr(obj, name, old)
-        self.saved.clear()
+        while self.undos:
+            self.undos.pop()()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +172,21 @@ def _view_passed_row_major(p: _Patches) -> None:
     p.set(ir.ReinterpretView, "codegen_reference", codegen_reference)
 
 
+def _upcast_reads_float16(p: _Patches) -> None:
+    import torch
+    from torch._inductor import lowering
+
+    key = torch.ops.prims.convert_element_type.default
+    real = lowering.lowerings[key]
+
+    def convert_element_type(x: Any, dtype: torch.dtype) -> Any:
+        if x.get_dtype() == torch.bfloat16 and dtype == torch.float32:  # the bf16 bits loaded as fp16
+            x = lowering.to_dtype_bitcast(x, torch.float16)
+        return real(x, dtype)
+
+    p.set_item(lowering.lowerings, key, convert_element_type)
+
+
 def _silent_selection_hook(p: _Patches) -> None:
     from torch._inductor import select_algorithm
 
@@ -209,6 +226,8 @@ PLANTS: dict[str, Plant] = {p.name: p for p in (
           "old values", _input_update_dropped, _value()),
     Plant("view-passed-row-major", "a kernel gets a strided view of a computed buffer (a transposed activation "
           "copy) with row-major strides", _view_passed_row_major, _value()),
+    Plant("upcast-reads-float16", "a bfloat16 -> float32 cast loads the bfloat16 bits as float16 (a load of the "
+          "wrong narrow type)", _upcast_reads_float16, _value()),
     Plant("selection-hook-silent", "autotuning's preprocessing hook drops what is registered (no choice recorded)",
           _silent_selection_hook, lambda oracle, s: oracle == "observed" and s.kind == "unselected"),
     Plant("bmm-lowering-raises", "bmm's lowering raises IndexError while gathering its choices",

@@ -21,7 +21,7 @@ from fuzz.run.gradients import gradient_bounds, train
 from fuzz.run.steps import CONSUMERS, PROLOGUES
 from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
-from strategies.case import CAST_FROM, FUSED_THIRD, INPUT_COUNT, INT8_FORMS, RESULT_MUTATING_STEPS, Case
+from strategies.case import CAST_FROM, FUSED_THIRD, INPUT_COUNT, INT8_FORMS, RESULT_MUTATING_STEPS, UPCASTS, Case
 
 Tensor = torch.Tensor
 
@@ -117,7 +117,8 @@ def source(case: Case, reference: bool = False, magnitude: bool = False) -> str:
         name, call = "program", SPELLED.get((case.op, case.spelling), op.code)
     if case.weight_form in INT8_FORMS:  # on float64 inputs held as the module holds them, its own reference
         names, call = [*names, f"x{len(names)}"], WOQ
-    prologue = [] if magnitude else [f"    {PROLOGUES[p]}" for p in case.prologue]  # |x0| bounds each step's result
+    prologue = [] if magnitude else [f"    {PROLOGUES[p]}" for p in case.prologue  # |x0| bounds each step's result
+                                     if not (reference and p in UPCASTS)]
     lines = [f"def {name}({', '.join(names)}):", *prologue, f"    y = {call.format(*names, **params)}"]
     if case.out_buffer is not None and (reference or magnitude):
         lines.append(f"    {names[case.out_buffer]} = y  # what out= holds")
@@ -258,7 +259,7 @@ def expected(case: Case, tensors: Sequence[Tensor], model: KernelModel) -> Expec
     names = [f"x{i}" for i in range(len(tensors))]
     ref = Reference({"torch": torch, **dict(zip(names, (t.clone() for t in tensors), strict=True))},
                     {"torch": torch, **dict(zip(names, (t.abs() for t in tensors), strict=True))}, _params(case), model)
-    for pre in case.prologue:  # exact: x0's values change, its magnitude is their size
+    for pre in (p for p in case.prologue if p not in UPCASTS):  # exact: x0's values change, its magnitude is theirs
         exec(PROLOGUES[pre], ref.env)  # noqa: S102 - our own table
         ref.abs_env["x0"] = ref.env["x0"].abs()
     y = _op_result(case, ref)

@@ -10,6 +10,7 @@ import torch
 
 from fuzz.run.tracking import Reference, Tracked, grain, overflowed, partial_sums_overflow, within
 from oracles.error_model import KernelModel, accumulation, prefixes, representable, rounding, row_prefixes
+from strategies.case import UPCASTS
 
 GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
 SILU_LIPSCHITZ = 1.1  # max |d silu / dx| (1.0998 at x = 2.4)
@@ -157,7 +158,8 @@ PROLOGUES = {
     "relu": "x0 = torch.relu(x0)",
     "neg": "x0 = -x0",
     "transposed_copy": "x0 = x0.transpose(-1, -2).contiguous().transpose(-1, -2)",  # a column-major copy
+    **dict.fromkeys(UPCASTS, "x0 = x0.float()"),
 }
 """Each prologue step's code: it rebinds x0 exactly (no rounding), so the float64 run applies it to
 the values and the magnitude is |x0| after it; a plain repro's magnitude program leaves it out
-(|x0| bounds each step's result)."""
+(|x0| bounds each step's result), and the float64 programs leave out the upcasts (float64 already)."""

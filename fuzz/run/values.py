@@ -39,16 +39,17 @@ def exact_int_range(case: Case) -> tuple[int, float]:
 def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[torch.Tensor]:
     """Each input (of the first call, or `specs`) as `as_strided` over a fresh storage on the
     case's device, filled from the seed; the inputs in `case.shared_storage` are views of one
-    storage (the first one's, grown to fit them all). Fresh tensors every call: programs may
-    mutate inputs. An int8 weight form's scale (weight_scale) comes last, in the activation's dtype."""
-    specs = list(specs or case.inputs)
+    storage (the first one's, grown to fit them all); x0 as held before an upcast (`Case.held`).
+    Fresh tensors every call: programs may mutate inputs. An int8 weight form's scale (weight_scale)
+    comes last, in the op's dtype."""
+    specs = list(case.held(tuple(specs or case.inputs)))
     storages: dict[int, torch.Tensor] = {}
     for group in storage_groups(case, len(specs)):
         storage = storage_values(case, specs, group)
         storages.update(dict.fromkeys(group, storage.to(getattr(torch, specs[group[0]].dtype)).to(case.device)))
     views = [torch.as_strided(storages[i], spec.shape, spec.stride, spec.offset) for i, spec in enumerate(specs)]
     if case.weight_form in INT8_FORMS:
-        views.append(weight_scale(case).to(getattr(torch, specs[0].dtype)).to(case.device))
+        views.append(weight_scale(case).to(getattr(torch, case.inputs[0].dtype)).to(case.device))
     return views
 
 
@@ -149,11 +150,13 @@ def mixed_exponents(case: Case) -> tuple[int, int]:
 
 
 def large_scale(case: Case) -> float:
-    """Factor of the "large" value mode: results near the top of the dtype's range, not past it
+    """Factor of the "large" value mode: results near the top of the dtype's range, not past it, and
+    inputs 2**3 below the top of theirs (fp16 operands of a float32 result: mm_out_dtype, an upcast)
     ("mixed" draws each element's power of two between tiny_scale and this)."""
     k = max(reduction_size(case), 1)
     limit = torch.finfo(getattr(torch, op_dtype(case))).max
-    return 2.0 ** math.floor(math.log2(math.sqrt(limit / (16 * k))))
+    held = min(torch.finfo(getattr(torch, case.held(case.inputs)[0].dtype)).max, limit)
+    return 2.0 ** min(math.floor(math.log2(math.sqrt(limit / (16 * k)))), math.floor(math.log2(held)) - 3)
 
 
 def tiny_scale(case: Case) -> float:
@@ -161,7 +164,7 @@ def tiny_scale(case: Case) -> float:
     the result's dtypes (fp16 results at their subnormal end), but 2**24 above float32's: a correct
     kernel's float32 accumulator may flush subnormals to zero (FTZ, as oneDNN's does), and a flushed
     partial sum is then within the accumulation bound."""
-    dtypes = (case.inputs[0].dtype, op_dtype(case), "float32")
+    dtypes = (case.held(case.inputs)[0].dtype, op_dtype(case), "float32")
     smallest = max(torch.finfo(getattr(torch, d)).smallest_normal * (2.0**24 if d == "float32" else 1) for d in dtypes)
     return 2.0 ** math.floor(math.log2(math.sqrt(smallest)))
 

@@ -138,3 +138,13 @@ def test_a_computed_operand_passed_with_the_wrong_strides_is_caught_by_a_case_wi
     case = dataclasses.replace(mm(), prologue=("transposed_copy",))
     found = caught_only_by(monkeypatch, lambda: plant("view-passed-row-major"), mm(), case)
     assert any(plant_named("view-passed-row-major").caused("numerics", s) for s in found), found
+
+
+def test_an_upcast_read_as_the_wrong_narrow_type_is_caught_by_a_case_with_an_upcast_prologue(
+        monkeypatch: pytest.MonkeyPatch, plant: Callable[[str], Plant]) -> None:
+    """Models with bfloat16 activations cast up to float32 before a float32 head (`x.float() @ w`);
+    a cast lowering that loads the bfloat16 bits as float16 misreads every value, while the plain
+    float32 call casts nothing."""
+    case = dataclasses.replace(mm(), prologue=("upcast_bfloat16",))
+    found = caught_only_by(monkeypatch, lambda: plant("upcast-reads-float16"), mm(), case)
+    assert any(plant_named("upcast-reads-float16").caused("numerics", s) for s in found), found

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from hypothesis import given, settings
 
+from fuzz.run.values import materialize
 from strategies.case import Case, CaseError, TensorSpec
 from strategies.cases import cases
 
@@ -76,6 +79,11 @@ def _buffer(shape: tuple[int, int], stride: tuple[int, int]) -> dict:
      "a storage of its own"),
     (lambda d: (d.update(spelling="out", consumers=["add", "relu_"]), d["inputs"].append(_buffer((2, 4), (4, 1)))),
      "relu_ may only be the first step"),
+    (lambda d: d.update(prologue=["neg", "upcast_bfloat16"]), "an upcast is the prologue's first step"),
+    (lambda d: d.update(prologue=["upcast_float16", "upcast_bfloat16"]), "and its only one"),
+    (lambda d: (d.update(prologue=["upcast_float16"]), [t.update(dtype="float16") for t in d["inputs"]]),
+     "feeds a float32 op"),
+    (lambda d: d.update(prologue=["upcast_float16"], shared_storage=[0, 1]), "its own storage"),
 ])
 def test_bad_case_is_one_clear_line(mutate, message) -> None:
     data = _valid()
@@ -156,3 +164,13 @@ def test_nan_and_inf_only_reach_inputs_where_they_are_defined() -> None:
     alone = Case.make(**{**{f: getattr(case, f) for f in ("op", "device", "value_mode", "seed", "inputs")},
                          "params": case.params_dict, "config": {}})
     assert not materialize(alone)[2].isfinite().all()  # unshared, the bias holds NaN/inf
+
+
+def test_an_upcast_holds_x0_in_its_narrower_dtype_in_both_calls() -> None:
+    x, w = TensorSpec((2, 3), (3, 1), 0, "float32"), TensorSpec((3, 4), (4, 1), 0, "float32")
+    case = Case.make(op="mm", inputs=(x, w), second_call=(x, w), device="cpu", config={},
+                     prologue=("upcast_float16", "neg"))
+    assert [t.dtype for t in case.held(case.inputs)] == [t.dtype for t in case.held(case.second_call)] == \
+        ["float16", "float32"]
+    assert [t.dtype for t in materialize(case)] == [torch.float16, torch.float32]
+    assert dataclasses.replace(case, prologue=("neg",)).held(case.inputs) == case.inputs

@@ -37,6 +37,9 @@ CAUSES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
     "view-passed-row-major": ([("numerics", "exact-mismatch:mm:float32"), ("numerics", "nonfinite:bmm:float16")],
                               [("numerics", "reference-differs:tolerance:bmm:float32"),
                                ("observed", "no-lowering:mm")]),
+    "upcast-reads-float16": ([("numerics", "exact-mismatch:mm:float32"), ("numerics", "tolerance:addmm:float32")],
+                             [("numerics", "reference-differs:exact-mismatch:mm:float32"),
+                              ("layout_spec", "fixed-when-allowed:mm")]),
     "bmm-lowering-raises": ([("crash", "crash:IndexError:choices.py:broken")],
                             [("crash", "crash:AssertionError:ir.py:unwrap_storage_for_input")]),
 }
@@ -56,6 +59,7 @@ def test_every_plant_is_planted_by_a_planted_test() -> None:
 
 
 def patched_attributes() -> dict[str, Any]:
+    import torch
     from torch._inductor import ir, lowering, select_algorithm
     from torch._inductor.choices import InductorChoices
     from torch._inductor.kernel.mm import aten_mm
@@ -64,6 +68,7 @@ def patched_attributes() -> dict[str, Any]:
     return {"hook": select_algorithm.add_preprocessing_fn, "gate": vars(InductorChoices).get("_need_to_fix_layout"),
             "configs": vars(InductorChoices).get("get_template_configs"), "hash": vars(aten_mm).get("src_hash"),
             "mutate_to": lowering.mutate_to, "view": vars(ir.ReinterpretView).get("codegen_reference"),
+            "cast": lowering.lowerings[torch.ops.prims.convert_element_type.default],
             **{k: kernels.get(k) for k in ("mm", "addmm", "bias_addmm")}}
 
 
