@@ -1,18 +1,19 @@
 """`python -m fuzz bench`: the suite's campaign engine against a naive loop, on one fixed-seed
 workload, in one run.
 
-The workload is a list of cases the strategies draw for the machine's device from a fixed seed.
-The naive baseline runs them in order in one plain process, each with a fresh `torch.compile`
-and inductor's caches off (`force_disable_caches`, empty cache directories), applying the same
-oracles (FuzzSession.evaluate), for the budget; its time ends with the last case that ended within
-it. The suite then runs the very cases the naive loop finished (cases differ widely in cost),
-longest first by the naive loop's time for each (a campaign's stream of cases never runs dry, so
-the rate must not count workers idle at the end of a finite list waiting for one last slow case),
-through the campaign's isolated workers (fuzz.engine.executor.Executor: N per GPU, or N on the CPU), all
-sharing one warm code cache (the caches that skip lowering stay off in both), timed from when
-every worker is ready to the end of its last case: a campaign overlaps start-up with its budget,
-so the bench measures the rate it then runs at, and reports start-up apart. Each side also reports how busy the cores
-and the GPU were (fuzz/tools/utilization.py)."""
+The workload is a list of cases the strategies draw for the machine's device from a fixed seed. The
+naive baseline runs them in order in one plain process, each with a fresh `torch.compile` and
+inductor's caches off (`force_disable_caches`, empty cache directories; a warm-cache case's own FX
+graph cache on, as the suite's), applying the same oracles (FuzzSession.evaluate), for the budget;
+its time ends with the last case that ended within it. The suite then runs the very cases the naive
+loop finished (cases differ widely in cost), longest first by the naive loop's time for each (a
+campaign's stream of cases never runs dry, so the rate must not count workers idle at the end of a
+finite list waiting for one last slow case), through the campaign's isolated workers
+(fuzz.engine.executor.Executor: N per GPU, or N on the CPU), all sharing one warm code cache (the
+caches that skip lowering stay off in both), timed from when every worker is ready to the end of its
+last case: a campaign overlaps start-up with its budget, so the bench measures the rate it then runs
+at, and reports start-up apart. Each side also reports how busy the cores and the GPU were
+(fuzz/tools/utilization.py)."""
 
 from __future__ import annotations
 
@@ -151,17 +152,17 @@ def naive_main(spec_path: str) -> None:
     session = FuzzSession()
     side = Side("naive", startup_s=time.monotonic() - began)
     start = time.monotonic()
-    with config_patch({"force_disable_caches": True}):
-        for index, case_json in enumerate(spec["cases"]):
-            case_began = time.monotonic()
-            verdict = session.evaluate(Case.from_json(case_json))
-            if time.monotonic() - start > spec["budget_s"]:
-                break
-            side.add(index, serialize_verdict(verdict, time.monotonic() - case_began))
-            side.seconds = time.monotonic() - start  # to the end of its last case, as the suite's
-            if plant is not None and any(plant.caused(v.oracle, v.signature) for v in verdict.violations):
-                side.found = index
-                break
+    for index, case_json in enumerate(spec["cases"]):
+        case_began, case = time.monotonic(), Case.from_json(case_json)
+        with config_patch({"force_disable_caches": not case.warm_cache}):  # a warm-cache case: its own FX cache
+            verdict = session.evaluate(case)
+        if time.monotonic() - start > spec["budget_s"]:
+            break
+        side.add(index, serialize_verdict(verdict, time.monotonic() - case_began))
+        side.seconds = time.monotonic() - start  # to the end of its last case, as the suite's
+        if plant is not None and any(plant.caused(v.oracle, v.signature) for v in verdict.violations):
+            side.found = index
+            break
     Path(spec_path + ".out").write_text(json.dumps(dataclasses.asdict(side)))
 
 
