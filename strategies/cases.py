@@ -148,7 +148,7 @@ OUT_DTYPES = {"int_mm": "int32", "mm_out_dtype": "float32", "scaled_mm": "bfloat
 def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[TensorSpec], capped: bool) -> bool:
     """Whether a template backend serves the case's product, by the oracle's eligibility table
     (oracles/templates.py) read at case level: the selection inductor makes of the case's op (a
-    frozen mm or addmm is a linear, matmul a bmm when both operands carry the same batch, else an
+    frozen mm, addmm or matmul is a linear, else matmul a bmm when both operands carry the same batch, else an
     mm) and the case's sizes and dtypes. The table's stride rules are read as met: the operands
     inductor selects on need not keep the case's strides, and a set drawn without ATEN should
     still reach every region a template may serve."""
@@ -156,11 +156,11 @@ def _may_serve(backend: str, op: str, device: str, frozen: bool, inputs: list[Te
     dtype = a.dtype
     out_dtype = OUT_DTYPES.get(op, dtype)
     m, n, k = a.shape[-2], b.shape[-1], a.shape[-1]
-    if op == "matmul":
+    if frozen and op in ("mm", "addmm", "matmul"):
+        name = "packed_linear" if dtype == "float32" else "linear_unary"
+    elif op == "matmul":
         same_batch = len(a.shape) >= 3 and len(b.shape) >= 3 and a.shape[:-2] == b.shape[:-2]
         name = "bmm" if same_batch else "mm"
-    elif frozen and op in ("mm", "addmm"):
-        name = "packed_linear" if dtype == "float32" else "linear_unary"
     else:
         name = "mm" if op == "mm_out_dtype" else op
     if backend == "CPP":
@@ -228,7 +228,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES and spelling != "out"
     if backward:  # the multilinear steps (fuzz.run.gradients bounds their gradients)
         consumers = tuple(c for c in consumers if c in BACKWARD_STEPS)
-    frozen = device == "cpu" and op not in ("matmul",) and "mutate_input" not in consumers and freeze and not backward \
+    frozen = device == "cpu" and "mutate_input" not in consumers and freeze and not backward \
         and spelling != "out"  # an out= buffer is the caller's argument
     form = _weight_form(form, op, frozen, dtype)
     if form in INT8_FORMS:  # the woq pattern's spelling; the steps that read x1 as a float (K, N) go
@@ -238,6 +238,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     if on_cuda_int or op == "scaled_mm":  # cuBLASLt: row-major, 16-byte aligned
         kinds = ("contiguous",)
     inputs, params = draw(_operands(op, device, dtype, m, n, k, batch, kinds))
+    if op == "matmul" and len(inputs[1].shape) > 2:  # a frozen matmul is a linear of a batch of sequences
+        frozen, form = False, "plain"
     if form in INT8_FORMS:
         inputs[1] = dataclasses.replace(inputs[1], dtype="int8")
     if op == "addmm" and not inputs[2].shape:  # the projections' other biases are flips of this one
@@ -316,7 +318,7 @@ def case_features(case: Case) -> set[str]:
     out |= {f"second_call:{role}" for i, (t, u) in enumerate(zip(case.inputs, case.second_call, strict=False))
             for role, a, b in zip(dim_roles(case.op, i, len(t.shape)), t.shape, u.shape, strict=False) if a != b}
     out |= {"shared_storage"} if len(case.shared_storage) > 1 else set()
-    out |= {"frozen"} if case.frozen_weights else set()
+    out |= {"frozen", f"frozen-op:{case.op}"} if case.frozen_weights else set()
     out |= {f"weight_form:{case.weight_form}"} if case.weight_form != "plain" else set()
     out |= {"warm_cache"} if case.warm_cache else set()
     out |= {"backward", f"backward-op:{case.op}"} if case.backward else set()

@@ -86,7 +86,7 @@ compiled agree, the float64 reference differs (reported apart; never new)."""
 BATCHED_OPS = ("bmm", "baddbmm", "matmul")
 HALF = ("bfloat16", "float16")
 WRONG_VALUES = r"(exact-mismatch|tolerance|nonfinite)"  # the numerics signatures of a wrong value
-PRODUCT_OPS = "mm|addmm|bmm|baddbmm|mm_plus_mm"
+PRODUCT_OPS = "mm|addmm|bmm|baddbmm|matmul|mm_plus_mm"
 """The ops with a weight operand (x1), as a regex alternation."""
 PRODUCT_WRONG_VALUES = (rf"{WRONG_VALUES}:({PRODUCT_OPS}):\w+(@.+)?",)
 """A wrong value of an op with a weight operand (x1), autotuned or any single choice's."""

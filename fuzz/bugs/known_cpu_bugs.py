@@ -15,6 +15,7 @@ from fuzz.bugs.regions import (
     frozen_half_product,
     frozen_linear,
     half_product_twice,
+    linear_rows,
     scaled,
     span,
     static,
@@ -96,7 +97,7 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         signatures=CPP_COMPILE_ERROR,
         messages=(r"division by zero", r"failed to (compile|run)"),
         applies=lambda c: (frozen_cpp(c) and not (c.dynamic or c.mark_dynamic)
-                           and any(a.shape[-2] == 0 for a, *_ in calls(c))),
+                           and any(linear_rows(c, a) == 0 for a, *_ in calls(c))),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_frozen_m0_compile_error.py (not yet filed upstream; found by the README's CPU "
                  "campaign): with M == 0 the kernel's constexpr Mc_blocks is 0 and num_Mc_blocks divides by it",
@@ -106,7 +107,7 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="cpp-gemm-frozen-n0-dynamic-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        signatures=(r"killed:SIGFPE:(mm|addmm)",),
+        signatures=(r"killed:SIGFPE:(mm|addmm|matmul)",),
         applies=lambda c: (frozen_cpp(c) and "ATEN" in backends(c) and 0 in c.inputs[1].shape[-2:]
                            and c.inputs[0].dtype in HALF and bool(c.dynamic or c.mark_dynamic or c.second_call)),
         untrigger=without_backend("CPP"),
@@ -135,9 +136,9 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="freezing-mkl-linear-n0-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        signatures=(r"killed:SIGFPE:(mm|addmm)",),
+        signatures=(r"killed:SIGFPE:(mm|addmm|matmul)",),
         applies=lambda c: (frozen_linear(c, ("float32",)) and c.inputs[1].shape[-1] == 0
-                           and any(a.shape[0] > 128 for a, *_ in calls(c))),
+                           and any(linear_rows(c, a) > 128 for a, *_ in calls(c))),
         untrigger=unfrozen,
         tracking="repros/freezing_mkl_linear_n0_sigfpe.py (not yet filed upstream): freezing a float32 "
                  "mm weight with N == 0 for MKL's linear divides by zero (SIGFPE) once M > 128",
@@ -147,9 +148,9 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="freezing-mkl-linear-m0-sigfpe",
         oracles=("process",),  # the process dies: campaigns see it; in-process property tests skip it
-        signatures=(r"killed:SIGFPE:(mm|addmm)",),
-        applies=lambda c: frozen_linear(c, ("float32",)) and any(a.shape[0] == 0 for a, *_ in calls(c))
-        and c.inputs[1].shape[0] * c.inputs[1].shape[1] >= MKL_M0_PACK_MIN_WEIGHT,
+        signatures=(r"killed:SIGFPE:(mm|addmm|matmul)",),
+        applies=lambda c: (frozen_linear(c, ("float32",)) and any(linear_rows(c, a) == 0 for a, *_ in calls(c))
+                           and c.inputs[1].shape[0] * c.inputs[1].shape[1] >= MKL_M0_PACK_MIN_WEIGHT),
         untrigger=unfrozen,
         tracking="repros/freezing_mkl_linear_m0_sigfpe_plain.py (not yet filed upstream; found by CI on an "
                  "AVX-512 Xeon): freezing packs a float32 weight for MKL with batch size M == 0 "
@@ -251,7 +252,7 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         signatures=(r"crash:AssertionError:codegen/cpp_template\.py:generate",),
         messages=(r"_frozen_param\d+', '\w+', 'buf_out\d+'\]\)",),
         applies=lambda c: (frozen_cpp(c) and c.inputs[0].dtype in HALF
-                           and any(a.shape[-2] == 0 for a, *_ in calls(c))),
+                           and any(linear_rows(c, a) == 0 for a, *_ in calls(c))),
         untrigger=without_backend("CPP"),
         tracking="repros/cpp_gemm_linear_binary_m0_crash.py (not yet filed upstream; found by the CPU mm_plus_mm "
                  "cases): a frozen fp16/bf16 linear followed by an add (x @ W + y, fused into mkldnn's "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -129,14 +130,20 @@ def in_float32(case: Case) -> Case:
 
 
 def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
-    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm")
+    """A frozen linear on the CPU: an mm, an addmm, or a matmul of a batch of sequences (its weight 2-D)."""
+    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm", "matmul")
             and case.inputs[0].dtype in dtypes)
 
 
+def linear_rows(case: Case, a: TensorSpec) -> int:
+    """M of the product of activation `a`: a matmul's batch of sequences is one linear of B * M rows."""
+    return math.prod(a.shape[:-1]) if case.op == "matmul" else a.shape[-2]
+
+
 def frozen_half_product(case: Case) -> bool:
-    """A frozen fp16/bf16 linear on the CPU: an mm or addmm, or either product of an mm_plus_mm
-    (its weights: inputs[1::2], x1 and x3; an addmm's is x1 alone)."""
-    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm", "mm_plus_mm")
+    """A frozen fp16/bf16 linear on the CPU: an mm, addmm or matmul (frozen_linear), or either product
+    of an mm_plus_mm (its weights: inputs[1::2], x1 and x3; an addmm's is x1 alone)."""
+    return (case.device == "cpu" and case.frozen_weights and case.op in ("mm", "addmm", "matmul", "mm_plus_mm")
             and case.inputs[0].dtype in HALF)
 
 

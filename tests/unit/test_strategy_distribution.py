@@ -42,6 +42,7 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                     | {f"knob:{k}" for k in device_knobs("cpu", frozen=True)}
                     | {"knob:cpp_wrapper", "frozen", "zero-size", "dynamic", "every_choice:True", "dtype:int8",
                        "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
+                    | {f"frozen-op:{op}" for op in ("mm", "addmm", "matmul", "mm_plus_mm")}
                     | {f"weight_form:{f}" for f in WEIGHT_FORMS[1:]}
                     | {f"known-region:{name}"
                        for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
