@@ -97,7 +97,7 @@ def _add_sources(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> Parser:
     from fuzz.tools.profiles import PROFILES
-    from strategies.case import DTYPES, OPS
+    from strategies.vocabulary import DTYPES, OPS
 
     parser = Parser(prog="python -m fuzz", formatter_class=argparse.RawDescriptionHelpFormatter,
                     description="Fuzzing campaigns for PyTorch Inductor's max-autotune matmul path.", epilog=EXAMPLES)

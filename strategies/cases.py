@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from oracles.templates import cpp_eligible, triton_eligible
 from strategies.backends import config_backends, join_backends
-from strategies.case import (
+from strategies.case import Case, TensorSpec, contiguous_strides
+from strategies.choices import rarely
+from strategies.configs import autotune_configs
+from strategies.dynamic import dim_roles, dynamic_shapes
+from strategies.layouts import OUT_KINDS, STRIDE_KINDS, strided
+from strategies.shapes import dims, matmul_dims
+from strategies.vocabulary import (
     BACKWARD_STEPS,
     BACKWARD_VALUE_MODES,
     CAST_DTYPES,
@@ -27,15 +33,7 @@ from strategies.case import (
     UPCASTS,
     WEIGHT_FORMS,
     WEIGHT_READING_STEPS,
-    Case,
-    TensorSpec,
-    contiguous_strides,
 )
-from strategies.choices import rarely
-from strategies.configs import autotune_configs
-from strategies.dynamic import dim_roles, dynamic_shapes
-from strategies.layouts import OUT_KINDS, STRIDE_KINDS, strided
-from strategies.shapes import dims, matmul_dims
 
 FLOAT_DTYPES = {"cpu": ("float32", "bfloat16", "float16"), "cuda": ("float32", "float16", "bfloat16")}
 MAX_ELEMENTS = {"cpu": 1 << 16, "cuda": 1 << 22}

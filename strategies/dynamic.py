@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from strategies.case import INPUT_COUNT, TensorSpec, contiguous_strides
+from strategies.case import TensorSpec, contiguous_strides
 from strategies.layouts import OUT_KINDS, strided
 from strategies.shapes import dims
+from strategies.vocabulary import INPUT_COUNT
 
 __all__ = ["SIZE_FAMILIES", "dim_roles", "dynamic_shapes", "weightless_families"]
 

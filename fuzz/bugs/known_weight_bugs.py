@@ -1,4 +1,4 @@
-"""Known bugs of the frozen-weight forms users hold (strategies.case.WEIGHT_FORMS): the weight-only
+"""Known bugs of the frozen-weight forms users hold (strategies.vocabulary.WEIGHT_FORMS): the weight-only
 int8 pattern and fused weights; part of the registry (fuzz.bugs.known_bugs.KNOWN_BUGS)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from fuzz.bugs.entry import PRODUCT_OPS, PRODUCT_WRONG_VALUES, TEMPLATE, WRONG_V
 from fuzz.bugs.regions import frozen_cpp, replace, scaled, with_aten, with_config, with_input
 from fuzz.run.programs import OTHER_WEIGHTS
 from fuzz.run.values import scale_shape
-from strategies.case import INT8_FORMS, Case, TensorSpec
+from strategies.case import Case, TensorSpec
+from strategies.vocabulary import INT8_FORMS
 
 
 def woq_matched(case: Case) -> bool:

@@ -12,7 +12,8 @@ from typing import Any
 
 from fuzz.bugs.entry import BATCHED_OPS, HALF
 from strategies.backends import config_backends, join_backends
-from strategies.case import INT8_FORMS, Case, TensorSpec, contiguous_strides
+from strategies.case import Case, TensorSpec, contiguous_strides
+from strategies.vocabulary import INT8_FORMS
 
 
 def backends(case: Case) -> list[str]:

@@ -28,7 +28,8 @@ from fuzz.run.values import (
     storage_values,
     tiny_scale,
 )
-from strategies.case import CAST_FROM, FUSED_THIRD, INT8_FORMS, Case, TensorSpec, contiguous_strides
+from strategies.case import Case, TensorSpec, contiguous_strides
+from strategies.vocabulary import CAST_FROM, FUSED_THIRD, INT8_FORMS
 
 
 def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:

@@ -21,7 +21,8 @@ from fuzz.run.gradients import gradient_bounds, train
 from fuzz.run.steps import CONSUMERS, PROLOGUES
 from fuzz.run.tracking import Reference, Tracked, overflowed, scalar_representable
 from oracles.error_model import KernelModel, representable, rounding
-from strategies.case import CAST_FROM, FUSED_THIRD, INPUT_COUNT, INT8_FORMS, RESULT_MUTATING_STEPS, UPCASTS, Case
+from strategies.case import Case
+from strategies.vocabulary import CAST_FROM, FUSED_THIRD, INPUT_COUNT, INT8_FORMS, RESULT_MUTATING_STEPS, UPCASTS
 
 Tensor = torch.Tensor
 

@@ -10,7 +10,7 @@ import torch
 
 from fuzz.run.tracking import Reference, Tracked, grain, overflowed, partial_sums_overflow, within
 from oracles.error_model import KernelModel, accumulation, prefixes, representable, rounding, row_prefixes
-from strategies.case import UPCASTS
+from strategies.vocabulary import UPCASTS
 
 GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
 SILU_LIPSCHITZ = 1.1  # max |d silu / dx| (1.0998 at x = 2.4)

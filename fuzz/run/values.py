@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import torch
 
 from fuzz.run.programs import op_dtype
-from strategies.case import INT8_FORMS, Case, TensorSpec
+from strategies.case import Case, TensorSpec
+from strategies.vocabulary import INT8_FORMS
 
 EXACT_BITS = {"float32": 24, "float16": 11, "bfloat16": 8, "int32": 31, "int8": 7,
               "float8_e4m3fn": 4, "float8_e5m2": 3}

@@ -1,5 +1,5 @@
 """The suite's modules import each other without a cycle (imports inside functions count too):
-the Case vocabulary (strategies.case) depends on nothing that observes inductor. Only fuzz.probe
+the Case model (strategies.case, strategies.vocabulary) depends on nothing that observes inductor. Only fuzz.probe
 touches inductor/dynamo internals, no module is over 400 lines, and none holds Python source in a
 string literal (a script run in a fresh process, or a repro's template, is a module of its own)."""
 

@@ -109,7 +109,7 @@ def test_optional_fields_default_so_older_findings_load() -> None:
 
 def test_case_vocabulary_matches_the_programs() -> None:
     from fuzz.run import programs, steps
-    from strategies import case as model
+    from strategies import vocabulary as model
 
     assert set(model.OPS) == set(programs.OPS) and set(model.CONSUMERS) == set(steps.CONSUMERS)
     assert {(op, s) for op, spellings in model.SPELLINGS.items() for s in spellings if s != "call"} \

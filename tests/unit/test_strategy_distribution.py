@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
-from strategies.case import CONSUMERS, FLOAT_PRODUCT_OPS, PROLOGUE_STEPS, SPELLINGS, WEIGHT_FORMS, Case
+from strategies.case import Case
 from strategies.cases import DEVICE_OPS, case_features, cases
 from strategies.configs import BACKENDS, device_knobs
 from strategies.dynamic import SIZE_FAMILIES
+from strategies.vocabulary import CONSUMERS, FLOAT_PRODUCT_OPS, PROLOGUE_STEPS, SPELLINGS, WEIGHT_FORMS
 
 
 def drawn(device: str, n: int) -> set[str]:
