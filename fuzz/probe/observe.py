@@ -1,7 +1,7 @@
 """The selection observer, in `fuzz.probe` (the only package that touches inductor internals).
 
 It records, through inductor's own extension points, every template-selection call while a case
-compiles: `V.set_choices_handler` (a subclass wrapping `get_template_configs`),
+compiles: the choices handler's class (`get_template_configs` wrapped, in every thread),
 `select_algorithm.add_preprocessing_fn` (every choice that reaches autotuning) and
 `config.post_grad_custom_post_pass` (which mm-family nodes reached lowering). Version
 differences are handled here; a missing hook raises ObserverUnavailable with one clear line.
@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
+from unittest import mock
 
 import torch
 
@@ -67,7 +68,7 @@ def check_hooks() -> None:
 
     _require(hasattr(choices.InductorChoices, "get_template_configs"), "InductorChoices.get_template_configs")
     _require(hasattr(choices.InductorChoices, "_need_to_fix_layout"), "InductorChoices._need_to_fix_layout")
-    _require(hasattr(virtualized.V, "set_choices_handler"), "V.set_choices_handler")
+    _require(hasattr(virtualized.V, "choices"), "V.choices")
     _require(hasattr(select_algorithm, "add_preprocessing_fn"), "select_algorithm.add_preprocessing_fn")
     _require(hasattr(select_algorithm, "add_feedback_saver"), "select_algorithm.add_feedback_saver")
     _require(hasattr(pad_mm, "should_pad"), "fx_passes.pad_mm.should_pad")
@@ -315,21 +316,23 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
     rec = Recording()
 
     judged: list[Any] = []  # the candidates the layout gate saw in the current get_template_configs call
+    handler = type(V.choices)  # patched on the class, not set as V's handler: V is thread-local, and a
+    # backward compiled lazily on a CUDA autograd thread would gather its choices unseen
+    need_to_fix_layout, get_template_configs = handler._need_to_fix_layout, handler.get_template_configs
 
-    class RecordingChoices(type(V.choices)):  # type: ignore[misc]  # the handler's class is known at run time only
-        def _need_to_fix_layout(self, adjusted_choices, op_name):
-            judged[:] = adjusted_choices
-            return super()._need_to_fix_layout(adjusted_choices, op_name)
+    def judging(self: Any, adjusted_choices: list[Any], op_name: str) -> Any:
+        judged[:] = adjusted_choices
+        return need_to_fix_layout(self, adjusted_choices, op_name)
 
-        def get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides=None):
-            gate = gate_now(device_type)
-            judged.clear()
-            out = super().get_template_configs(kernel_inputs, templates, op_name, kwarg_overrides)
-            unbuilt = tuple(_candidate_class(ktc.template) for ktc in judged if ktc.choice is None)
-            rec.selections.append(SelectionEvent("template_configs", op_name, tuple(record_choice(c) for c in out),
-                                                 gate, rec.graphs - 1,
-                                                 tuple(_operand(n) for n in kernel_inputs.nodes()), unbuilt=unbuilt))
-            return out
+    def gathering(self: Any, kernel_inputs: Any, templates: Any, op_name: str, kwarg_overrides: Any = None) -> Any:
+        gate = gate_now(device_type)
+        judged.clear()
+        out = get_template_configs(self, kernel_inputs, templates, op_name, kwarg_overrides)
+        unbuilt = tuple(_candidate_class(ktc.template) for ktc in judged if ktc.choice is None)
+        rec.selections.append(SelectionEvent("template_configs", op_name, tuple(record_choice(c) for c in out),
+                                             gate, rec.graphs - 1,
+                                             tuple(_operand(n) for n in kernel_inputs.nodes()), unbuilt=unbuilt))
+        return out
 
     def before_autotune(choices: list[Any]) -> list[Any]:
         caller = sys._getframe(1).f_locals  # AlgorithmSelectorCache.__call__(self, name, choices, ...)
@@ -355,8 +358,9 @@ def record_selections(device_type: str, keep: KeepChoice | None = None,
     select_algorithm.add_preprocessing_fn(before_autotune)
     select_algorithm.add_feedback_saver(after_benchmark)
     try:
-        with V.set_choices_handler(RecordingChoices()), _watch_lowerings(rec), _pad_decisions(rec, padding), \
-                config.patch(post_grad_custom_post_pass=_post_grad_probe(rec, salt)):
+        with mock.patch.object(handler, "_need_to_fix_layout", judging), \
+                mock.patch.object(handler, "get_template_configs", gathering), _watch_lowerings(rec), \
+                _pad_decisions(rec, padding), config.patch(post_grad_custom_post_pass=_post_grad_probe(rec, salt)):
             yield rec
     finally:
         select_algorithm.clear_preprocessing_fns()

@@ -206,6 +206,34 @@ def test_single_choice_compiles_repeat_the_first_compiles_padding(monkeypatch: p
     assert list(again.padding.values()) == [[True], [False, False]]
 
 
+def test_a_backward_compiled_on_another_thread_is_recorded() -> None:
+    """On CUDA the autograd engine runs a backward on its device thread, and AOTAutograd compiles
+    the backward there, lazily, under the forward's inductor config: the observer sees the choices
+    gathered there too (V's choices handler is thread-local; planted: a CPU backward on a thread)."""
+    import threading
+
+    import torch._dynamo
+
+    from fuzz.probe.observe import record_selections
+
+    torch._dynamo.reset()
+    a, b = torch.ones(8, 6, requires_grad=True), torch.ones(6, 4, requires_grad=True)
+    patch = {"max_autotune": True, "max_autotune_gemm_backends": "ATEN", "force_disable_caches": True}
+
+    def backward() -> None:
+        with torch._inductor.config.patch(patch):  # what AOTAutograd's lazy backward compile restores
+            out.sum().backward()
+
+    with torch._inductor.config.patch(patch), record_selections("cpu") as rec:
+        out = torch.compile(torch.mm)(a, b)
+        worker = threading.Thread(target=backward)
+        worker.start()
+        worker.join()
+    events = [(e.source, e.op_name) for e in rec.selections]
+    assert events == [("template_configs", "mm"), ("autotune", "mm")] * 3  # the forward, then both gradients'
+    assert torch.equal(a.grad, torch.full((8, 6), 4.0))
+
+
 @cuda
 def test_a_pad_decision_that_flips_between_compiles_leaves_every_choice_isolated(
         monkeypatch: pytest.MonkeyPatch) -> None:
