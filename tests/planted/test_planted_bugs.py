@@ -142,16 +142,20 @@ def test_cache_that_skips_lowering_is_reported_as_vacuous() -> None:
 
 
 def test_choices_handler_bypass_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A lowering that gathers choices without V.choices (as if the hook moved) is not silent."""
+    """A lowering that gathers choices through a method the observer does not wrap (as if the hook
+    moved: a handler class of its own with the gathering code copied in) is not silent."""
     import torch._inductor.kernel.bmm as bmm_lowering
     from torch._inductor.virtualized import V
 
     case = make_case("bmm")
     assert signatures(case) == set()
 
+    class Moved(InductorChoices):
+        get_template_configs = InductorChoices.get_template_configs  # the unwrapped method, its own
+
     class Bypass:
         def __getattr__(self, name: str) -> object:
-            return InductorChoices() if name == "choices" else getattr(V, name)
+            return Moved() if name == "choices" else getattr(V, name)
 
     monkeypatch.setattr(bmm_lowering, "V", Bypass())
     assert signatures(case) == {"choices-bypassed:bmm"}
