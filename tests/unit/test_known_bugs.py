@@ -792,10 +792,12 @@ def test_an_out_buffer_is_the_input_mutation_of_the_cpp_bmm_epilogue_crash() -> 
 def test_a_frozen_matmul_of_a_batch_of_sequences_is_a_linear_of_the_registry() -> None:
     """A frozen matmul with a 2-D weight (nn.Linear on (B, M, K)) is a linear of B * M rows: the
     weight-offset entry explains its wrong values (a filtered seed-1 run's case, reduced: the weight at
-    offset 15 gave NaN, at 0 nothing), and the M == 0 entries count the flattened rows."""
+    offset 15 gave NaN, at 0 nothing), and the M == 0 entries count the flattened rows. Every choice
+    runs alone: the CPP kernel is checked even where autotuning picks ATen's bmm (as CI's once did)."""
     x, w = TensorSpec((8, 5, 112), (1120, 224, 2), 0, "float32"), TensorSpec((112, 65), (65, 1), 15, "float32")
     case = Case.make(op="matmul", device="cpu", seed=27262, value_mode="exact_int", frozen_weights=True,
-                     inputs=(x, w), config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"})
+                     every_choice=True, inputs=(x, w),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"})
     verdict = FuzzSession().evaluate(case)
     assert verdict.violations == [] and {b.name for _, b in verdict.known} == {"cpp-gemm-frozen-weight-storage-offset"}
     empty = dataclasses.replace(case, inputs=(TensorSpec((0, 5, 112), (560, 112, 1), 0, "float32"),
