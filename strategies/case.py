@@ -23,6 +23,9 @@ from strategies.vocabulary import (
     FUSED_THIRD,
     INPUT_COUNT,
     INT8_FORMS,
+    INTEGER_DTYPES,
+    INTEGER_STEPS,
+    INTEGER_VALUE_MODES,
     OPS,
     PARAM_KEYS,
     PROJECTION_OPS,
@@ -175,6 +178,7 @@ class Case:
         if self.frozen_weights and self.device != "cpu":
             raise CaseError("frozen_weights (the CPP GEMM path) is a CPU-only case")
         self._check_weight_form()
+        self._check_integer()
         self._check_backward()
         self._check_out()
         if list(self.config) != sorted(self.config):
@@ -207,6 +211,29 @@ class Case:
                      or set(self.consumers) & set(WEIGHT_READING_STEPS)):
             raise CaseError("an int8 weight form has an int8 weight, float activations and no step that reads "
                             "the weight as (K, N)")
+
+    def integer_product(self) -> bool:
+        """Whether this is a float product's op on integer operands (not int_mm's int8 product)."""
+        return self.op in FLOAT_PRODUCT_OPS and self.inputs[0].dtype in INTEGER_DTYPES
+
+    def _check_integer(self) -> None:
+        if not self.integer_product():
+            return
+        dtype = self.inputs[0].dtype
+        if self.device != "cpu" or any(t.dtype != dtype for t in self.inputs):
+            raise CaseError(f"an integer {self.op} runs on the CPU (eager's CUDA mm has no integer kernel), all of "
+                            f"its inputs {dtype}")
+        if self.value_mode not in INTEGER_VALUE_MODES or self.weight_form not in ("plain", *FUSED_THIRD):
+            raise CaseError(f"an integer product takes value modes {', '.join(INTEGER_VALUE_MODES)} and a plain or "
+                            f"fused weight, not {self.value_mode} with {self.weight_form}")
+        unsigned = dtype == "uint8"
+        if any(v != int(v) or (unsigned and v < 0) for _, v in self.params):
+            raise CaseError(f"alpha and beta of an integer {self.op} are integers (eager refuses others)"
+                            + (", not negative for uint8" if unsigned else ""))
+        wrong = [c for c in self.consumers if c not in INTEGER_STEPS or (unsigned and c == "projections")]
+        if wrong or (unsigned and "neg" in self.prologue):
+            raise CaseError(f"an integer product takes the steps {', '.join(INTEGER_STEPS)} (uint8: no projections "
+                            f"and no negating prologue), not {(wrong or ['neg'])[0]!r}")
 
     def _check_backward(self) -> None:
         if not self.backward:

@@ -24,6 +24,11 @@ from strategies.vocabulary import (
     FUSED_THIRD,
     INPUT_COUNT,
     INT8_FORMS,
+    INTEGER_BITS,
+    INTEGER_DTYPES,
+    INTEGER_HEADROOM_BITS,
+    INTEGER_STEPS,
+    INTEGER_VALUE_MODES,
     PROJECTION_OPS,
     PROLOGUE_OPS,
     PROLOGUE_STEPS,
@@ -39,6 +44,8 @@ FLOAT_DTYPES = {"cpu": ("float32", "bfloat16", "float16"), "cuda": ("float32", "
 MAX_ELEMENTS = {"cpu": 1 << 16, "cuda": 1 << 22}
 MAX_DIM = {"cpu": 300, "cuda": 2100}
 SCALARS = (1.0, 0.0, 0.5, 2.0, -1.0, 0.3)
+INTEGER_SCALARS = {"uint8": (1.0, 0.0, 2.0)}
+"""alpha and beta of an integer product: integers (eager refuses others), not negative for uint8."""
 DEVICE_OPS = {
     "cpu": ("mm", "addmm", "bmm", "baddbmm", "matmul", "int_mm", "scaled_mm", "mm_plus_mm"),
     "cuda": ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "int_mm", "scaled_mm", "mm_plus_mm"),
@@ -105,7 +112,8 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
             inputs += [draw(strided((m, k2), dtype, kinds)), draw(strided((k2, n), dtype, kinds))]
     if op in ("addmm", "baddbmm"):
         inputs.append(draw(_bias((batch,) if op == "baddbmm" else (), m, n, dtype)))
-        params = {"alpha": draw(st.sampled_from(SCALARS)), "beta": draw(st.sampled_from(SCALARS))}
+        scalars = SCALARS if dtype not in INTEGER_DTYPES else INTEGER_SCALARS.get(dtype, (1.0, 0.0, 2.0, -1.0))
+        params = {"alpha": draw(st.sampled_from(scalars)), "beta": draw(st.sampled_from(scalars))}
     return inputs, params
 
 
@@ -196,6 +204,7 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     train = draw(rarely(4))  # a training step where it applies: an unfrozen float product, finite values
     before = draw(rarely(5))  # a prologue where it applies (a float activation)
     form = draw(st.sampled_from(("plain", *WEIGHT_FORMS)))  # a frozen weight's form: plain in a third, shrinks to it
+    integer = draw(rarely(8)) and device == "cpu" and op in FLOAT_PRODUCT_OPS  # integer operands (eager: CPU only)
     if op == "int_mm":  # on CUDA, ATen wants N and K multiples of 8 and M > 16; cuBLASLt on the H200
         # (CUDA 13) also refuses M = 24 or 248 and K = 8 (CUBLAS_STATUS_NOT_SUPPORTED): multiples of 16
         dtype = "int8"
@@ -203,6 +212,8 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
         dtype = "float8_e4m3fn"
     elif op == "mm_out_dtype":
         dtype = draw(st.sampled_from(("float16", "bfloat16")))
+    elif integer:
+        dtype = draw(st.sampled_from(INTEGER_DTYPES))
     else:
         dtype = draw(st.sampled_from(FLOAT_DTYPES[device]))
     on_cuda_int = op == "int_mm" and device == "cuda"
@@ -211,19 +222,27 @@ def cases(draw: st.DrawFn, op: str | None = None, device: str | None = None) -> 
     m, n, k = draw(matmul_dims(MAX_DIM[device], MAX_ELEMENTS[device], multiple_of=multiple, min_m=min_m,
                                allow_zero=op not in ("int_mm", "scaled_mm"),
                                m_multiple_of=multiple if on_cuda_int else 1))
+    if integer:  # an int8/uint8 dot product of K terms stays inside the dtype
+        k = min(k, 2 ** (INTEGER_BITS[dtype] - INTEGER_HEADROOM_BITS))
     batch = draw(dims(9))
     value_modes = ("normal", "exact_int", "sparse") + (() if op == "scaled_mm" else ("large",)) \
         + (() if op in ("int_mm", "scaled_mm") else ("nonfinite", "tiny", "mixed"))
     if train and op in FLOAT_PRODUCT_OPS:  # a training case: finite values (the same first three, so it shrinks alike)
         value_modes = BACKWARD_VALUE_MODES
+    if integer:
+        value_modes = INTEGER_VALUE_MODES
     value_mode = draw(st.sampled_from(value_modes))
     consumers = tuple(c for c in draw(_consumers(op, value_mode))  # row 0 of the result, or of x1, must exist
                       if (m or c != "view_row") and (k or c != "add_bias_row"))
     prologue = tuple(draw(st.lists(st.sampled_from(PROLOGUE_STEPS), min_size=1, max_size=2))) \
         if before and op in PROLOGUE_OPS and "mutate_input" not in consumers else ()
+    if integer:  # uint8: -x wraps
+        consumers = tuple(c for c in consumers if c in INTEGER_STEPS and (dtype != "uint8" or c != "projections"))
+        prologue = tuple(p for p in prologue if dtype != "uint8" or p != "neg")
     if spelling == "out":  # an in-place step updates the buffer only while the result is the buffer itself
         consumers = consumers[:1] + tuple(c for c in consumers[1:] if c not in RESULT_MUTATING_STEPS)
-    backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES and spelling != "out"
+    backward = train and op in FLOAT_PRODUCT_OPS and value_mode in BACKWARD_VALUE_MODES and spelling != "out" \
+        and not integer
     if backward:  # the multilinear steps (fuzz.run.gradients bounds their gradients)
         consumers = tuple(c for c in consumers if c in BACKWARD_STEPS)
     frozen = device == "cpu" and "mutate_input" not in consumers and freeze and not backward \
@@ -280,7 +299,8 @@ def _upcast_first(prologue: tuple[str, ...], upcast: bool) -> tuple[str, ...]:
 def _weight_form(drawn: str, op: str, frozen: bool, dtype: str) -> str:
     """The drawn weight form where it applies (int8: an mm; fused: a float product; cast: one in
     float16/bfloat16), else plain."""
-    if not frozen or (drawn in INT8_FORMS and op != "mm") or (drawn in FUSED_THIRD and op not in FLOAT_PRODUCT_OPS) \
+    if not frozen or (drawn in INT8_FORMS and (op != "mm" or dtype in INTEGER_DTYPES)) \
+            or (drawn in FUSED_THIRD and op not in FLOAT_PRODUCT_OPS) \
             or (drawn == "cast" and (op not in FLOAT_PRODUCT_OPS or dtype not in CAST_DTYPES)):
         return "plain"
     return drawn
@@ -320,6 +340,9 @@ def case_features(case: Case) -> set[str]:
     out |= {f"weight_form:{case.weight_form}"} if case.weight_form != "plain" else set()
     out |= {"warm_cache"} if case.warm_cache else set()
     out |= {"backward", f"backward-op:{case.op}"} if case.backward else set()
+    if case.integer_product():
+        out |= {f"integer-op:{case.op}", f"integer-value:{case.value_mode}"}
+        out |= {"integer-frozen"} if case.frozen_weights else set()
     if case.dynamic or case.mark_dynamic or case.second_call:
         out |= {f"dynamic-op:{case.op}"} | ({"frozen-dynamic"} if case.frozen_weights else set())
     out |= {"frozen-shared"} if case.frozen_weights and len(case.shared_storage) > 1 else set()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 __all__ = [
     "BACKWARD_STEPS", "BACKWARD_VALUE_MODES", "CAST_DTYPES", "CAST_FROM", "CONSUMERS", "DEVICES", "DTYPES",
-    "FLOAT_PRODUCT_OPS", "FUSED_THIRD", "INPUT_COUNT", "INT8_FORMS", "OPS", "PARAM_KEYS", "PROJECTION_OPS",
+    "FLOAT_PRODUCT_OPS", "FUSED_THIRD", "INPUT_COUNT", "INT8_FORMS", "INTEGER_BITS", "INTEGER_DTYPES",
+    "INTEGER_HEADROOM_BITS", "INTEGER_STEPS", "INTEGER_VALUE_MODES", "OPS", "PARAM_KEYS", "PROJECTION_OPS",
     "PROLOGUE_OPS", "PROLOGUE_STEPS", "RESULT_MUTATING_STEPS", "SCALAR_SPELLINGS", "SPELLINGS", "UPCASTS",
     "VALUE_MODES", "WEIGHT_FORMS", "WEIGHT_READING_STEPS"
 ]
@@ -15,7 +16,8 @@ INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2, "baddbmm": 3, "matmul": 2, "mm_out
 OPS = tuple(INPUT_COUNT)
 """mm-family ops a Case may name (fuzz.run.programs defines what each computes)."""
 FLOAT_PRODUCT_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_plus_mm")
-"""Ops whose first two inputs are float operands of `x0 @ x1` (what the cat_mm steps multiply again)."""
+"""Ops whose first two inputs are the operands of `x0 @ x1` (what the cat_mm steps multiply again):
+float, or on the CPU integer (INTEGER_DTYPES)."""
 PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
 CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row", "add", "to_float32",
              "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
@@ -79,6 +81,24 @@ BACKWARD_VALUE_MODES = ("normal", "exact_int", "sparse")
 """Value modes of a training case: finite, away from the ends of the dtype (no overflow or underflow
 in the backward's own products)."""
 
-DTYPES = ("float32", "float16", "bfloat16", "int8", "float8_e4m3fn", "float8_e5m2")
+INTEGER_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+"""Integer dtypes of a float product's operands (a CPU case: eager runs integer mm/bmm there only):
+index arithmetic, counts, one-hot and adjacency matrices, integer weights a model freezes."""
+INTEGER_STEPS = tuple(c for c in CONSUMERS if c not in ("gelu", "silu", "sigmoid", "tanh", "chain_mm"))
+"""Steps an integer product may take: no activation (eager's sigmoid/tanh of an integer tensor is a
+float one, its gelu/silu raise), no y @ y.T (its magnitude squares the result's). A uint8 product
+also takes no projections (their biases are negated) and no negating prologue."""
+INTEGER_BITS = {"int64": 44, "int32": 31, "int16": 15, "int8": 7, "uint8": 8}
+"""Value bits of an integer result (int64: 2**44, so that a float64 reference stays exact through
+sum_rows over N <= 300 < 2**9 of them)."""
+INTEGER_HEADROOM_BITS = 4
+"""A product of integers is at most 2**(bits - 4) in size, for any K and values (fuzz.run.values):
+a factor 2 for the addmm scalars, 4 for two doubling steps, and the bias rows. So an int8 or uint8
+product has K <= 2**(bits - 4)."""
+INTEGER_VALUE_MODES = ("exact_int", "large")
+"""Value modes of an integer product: small integers, or the largest the dtype holds through the
+op and its steps without overflow (fuzz.run.values.integer_range)."""
+
+DTYPES = ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", *INTEGER_DTYPES)
 VALUE_MODES = ("exact_int", "normal", "large", "sparse", "nonfinite", "tiny", "mixed")
 DEVICES = ("cpu", "cuda")

@@ -13,8 +13,10 @@ from fuzz.bugs.regions import (
     cpu_cpp_batched,
     frozen_cpp,
     frozen_half_product,
+    frozen_integer_linear,
     frozen_linear,
     half_product_twice,
+    int8_cpp_product,
     linear_rows,
     scaled,
     span,
@@ -257,6 +259,35 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         tracking="repros/cpp_gemm_linear_binary_m0_crash.py (not yet filed upstream; found by the CPU mm_plus_mm "
                  "cases): a frozen fp16/bf16 linear followed by an add (x @ W + y, fused into mkldnn's "
                  "linear_binary) with M == 0: the CPP template's kernel call misses the added operand",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="freezing-mkl-pack-integer-weight-crash",
+        oracles=("crash",),
+        signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
+        messages=(r"reorder_linear_weight: weight's dtype should be float",),
+        applies=frozen_integer_linear,
+        untrigger=unfrozen,
+        tracking="repros/freezing_mkl_pack_integer_weight_crash.py (not yet filed upstream; found by reading "
+                 "mkldnn_fusion.py for the integer products this suite draws since 2026-12-07): freezing packs a "
+                 "frozen integer linear weight for MKL (`_is_packable_linear` refuses float64 only), and "
+                 "_mkl_reorder_linear_weight raises 'weight's dtype should be float' while compiling",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="cpp-gemm-int8-product-compensation-crash",
+        oracles=("crash",),
+        signatures=(r"crash:KeyError:codegen/cpp_gemm_template\.py:\w+",),
+        messages=(r"_BMatrixCompens",),
+        applies=int8_cpp_product,
+        untrigger=without_backend("CPP"),
+        tracking="repros/cpp_gemm_int8_product_compensation_crash.py (not yet filed upstream; found by reading "
+                 "utils.py use_cpp_gemm_template): the CPP GEMM template takes int8/uint8 operands for the "
+                 "quantized linear, whose lowering registers the weight's compensation constant; a plain int8 or "
+                 "uint8 bmm (or frozen addmm) gets the template too, and lowering fails with KeyError "
+                 "'<weight>_BMatrixCompens'",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

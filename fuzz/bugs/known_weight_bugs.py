@@ -10,7 +10,7 @@ from fuzz.bugs.regions import frozen_cpp, replace, scaled, with_aten, with_confi
 from fuzz.run.programs import OTHER_WEIGHTS
 from fuzz.run.values import scale_shape
 from strategies.case import Case, TensorSpec
-from strategies.vocabulary import INT8_FORMS
+from strategies.vocabulary import INT8_FORMS, INTEGER_DTYPES
 
 
 def woq_matched(case: Case) -> bool:
@@ -53,10 +53,10 @@ def woq_operand_not_contiguous(case: Case) -> bool:
 
 
 def integer_parameter_discarded(case: Case) -> bool:
-    """freezing_discard_parameters with an integer weight held as a Parameter (int_mm's int8 weights;
-    the int8 weight forms hold buffers)."""
+    """freezing_discard_parameters with an integer weight held as a Parameter (int_mm's int8 weights,
+    an integer product's; the int8 weight forms hold buffers)."""
     return (case.frozen_weights and bool(case.config_dict.get("freezing_discard_parameters"))
-            and case.weight_form not in INT8_FORMS and any(t.dtype == "int8" for t in case.inputs[1:]))
+            and case.weight_form not in INT8_FORMS and any(t.dtype in INTEGER_DTYPES for t in case.inputs[1:]))
 
 
 WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
@@ -88,7 +88,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         untrigger=lambda c: replace(c, config={**c.config_dict, "freezing_discard_parameters": False}),
         tracking="repros/freezing_discard_integer_parameter_plain.py (not yet filed upstream): "
                  "freezing_discard_parameters replaces every Parameter by an ErasedTensor and calls "
-                 "requires_grad_(True) on it, which raises for an integer (int8) Parameter",
+                 "requires_grad_(True) on it, which raises for an integer Parameter (int8, any integer dtype)",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

@@ -266,3 +266,23 @@ def concat_linear_addmm(case: Case) -> bool:
     concat-linear pattern fuses the three calls into one addmm over concatenated weights and biases."""
     return (case.device == "cpu" and case.op == "addmm" and case.frozen_weights and "projections" in case.consumers
             and bool(case.config_dict.get("cpp.enable_concat_linear")))
+
+
+def frozen_integer_linear(case: Case) -> bool:
+    """A frozen integer product freezing packs as a linear for MKL (`_is_packable_linear`): an mm, a
+    matmul of a batch of sequences, mm_plus_mm's products, or an addmm spelled `a @ b + bias` or
+    with alpha == 1, beta 0 or 1 and a 1-D bias; weight prepacking on (inductor's default)."""
+    if not (case.device == "cpu" and case.frozen_weights and case.integer_product()
+            and case.op in ("mm", "addmm", "matmul", "mm_plus_mm")
+            and case.config_dict.get("cpp.weight_prepack", True)):
+        return False
+    params = case.params_dict
+    return case.op != "addmm" or (params.get("alpha", 1.0) == 1.0 and params.get("beta", 1.0) in (0.0, 1.0)
+                                  and len(case.inputs[2].shape) == 1)
+
+
+def int8_cpp_product(case: Case) -> bool:
+    """An int8 or uint8 product (not int_mm's) offered CPP GEMM choices: a bmm (cpu_cpp_batched) or a
+    frozen product."""
+    return (case.integer_product() and case.inputs[0].dtype in ("int8", "uint8")
+            and (cpu_cpp_batched(case) or (case.frozen_weights and "CPP" in backends(case))))

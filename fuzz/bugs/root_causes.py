@@ -38,6 +38,19 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/kernel/mm.py (tuned_mm, tuned_addmm), kernel/bmm.py (tuned_bmm) and "
               "mkldnn_lowerings.py (linear_binary) add CPP template choices without the `is_nonzero` guard every "
               "other template gets, and `use_cpp_gemm_template` (torch/_inductor/utils.py) never checks K == 0"),
+    RootCause("freezing-packs-integer-weights",
+              "[inductor][cpu] freezing packs an integer linear weight for MKL, which refuses it (RuntimeError: "
+              "reorder_linear_weight: weight's dtype should be float)",
+              ("freezing-mkl-pack-integer-weight-crash",),
+              "torch/_inductor/fx_passes/mkldnn_fusion.py: `_is_packable_linear` returns False for float64 "
+              "operands only, so an integer mm/addmm with a constant weight is packed"),
+    RootCause("cpp-gemm-int8-without-quantization",
+              "[inductor][cpu] max-autotune offers the CPP GEMM template to a plain int8/uint8 product, whose "
+              "lowering then looks up a quantized weight's compensation constant (KeyError '..._BMatrixCompens')",
+              ("cpp-gemm-int8-product-compensation-crash",),
+              "torch/_inductor/utils.py `use_cpp_gemm_template` allows uint8/int8 operands (meant for the "
+              "quantized linears, whose lowering in mkldnn_lowerings.py adds `<W>_BMatrixCompens`), and "
+              "codegen/cpp_gemm_template.py `_get_compensation_node` assumes the constant exists"),
     RootCause("cpp-template-symbolic-strides",
               "[inductor][cpu] max-autotune CPP GEMM/BMM templates break when a recompile makes an input stride "
               "symbolic",

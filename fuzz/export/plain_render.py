@@ -20,6 +20,7 @@ from fuzz.run.values import (
     SCALE_EIGHTHS,
     exact_int_range,
     int8_range,
+    integer_range,
     large_scale,
     mixed_exponents,
     scale_shape,
@@ -43,6 +44,9 @@ def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> 
 
     if case.op == "scaled_mm" and index >= 2:
         return f"(2.0 ** torch.randint(-2, 3, {size}, generator={gen}, dtype=torch.float64))"
+    if case.integer_product():
+        low, high = integer_range(case)
+        return f"torch.randint({low}, {high}, {size}, generator={gen}, dtype=torch.float64)"
     if case.value_mode == "exact_int":
         r, density = exact_int_range(case)
         ints = f"torch.randint({-r}, {r + 1}, {size}, generator={gen}, dtype=torch.float64)"
@@ -68,6 +72,9 @@ def _draw(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...], seede
     if not seeded:
         if case.op == "scaled_mm" and index >= 2:
             return f"torch.ones({size}{on})"
+        if case.integer_product():
+            low, high = integer_range(case)
+            return f"torch.randint({low}, {high}, {size}, dtype=torch.{spec.dtype}{on})"
         if spec.dtype == "int8":
             return f"torch.randint(-8, 9, {size}, dtype=torch.int8{on})"
         if spec.dtype.startswith("float8"):

@@ -127,6 +127,19 @@ def _literal_addmm(real: Kernel) -> Kernel:
     return addmm
 
 
+def _integer_through_float32(real: Kernel) -> Kernel:
+    def kernel(*args: Any, out: Any, **scalars: Any) -> Any:
+        """An integer product computed on float32 copies (rounded past 2**24), cast back."""
+        import torch
+
+        if out.dtype.is_floating_point:
+            return real(*args, out=out, **scalars)
+        result = torch.empty(out.shape, dtype=torch.float32)
+        real(*(a.float() for a in args), out=result, **scalars)
+        return out.copy_(result)
+    return kernel
+
+
 def _hashed_extern_mm(p: _Patches) -> None:
     from torch._inductor.kernel.mm import aten_mm
 
@@ -222,6 +235,9 @@ PLANTS: dict[str, Plant] = {p.name: p for p in (
           _hashed_extern_mm, lambda oracle, s: oracle == "src_hash" and s.kind == "extern-hash"),
     Plant("addmm-beta-zero-bias", "extern addmm multiplies the bias by beta = 0, so NaN in it leaks",
           _extern(("addmm", "bias_addmm"), _literal_addmm), _value("addmm", ("nonfinite",))),
+    Plant("integer-product-through-float32", "extern mm/bmm/addmm/baddbmm compute an integer product in float32 "
+          "(exact below 2**24 only)",
+          _extern(("mm", "bmm", "addmm", "bias_addmm", "baddbmm"), _integer_through_float32), _value()),
     Plant("input-update-dropped", "an input the program updates in place (an out= buffer, x.mul_()) keeps its "
           "old values", _input_update_dropped, _value()),
     Plant("view-passed-row-major", "a kernel gets a strided view of a computed buffer (a transposed activation "

@@ -91,7 +91,9 @@ def op_dtype(case: Case) -> str:
 
 
 def _params(case: Case) -> dict[str, float]:
-    return {"alpha": 1.0, "beta": 1.0, **case.params_dict}
+    """alpha and beta as the call passes them: integers for an integer product (eager refuses floats)."""
+    params = {"alpha": 1.0, "beta": 1.0, **case.params_dict}
+    return {k: int(v) for k, v in params.items()} if case.integer_product() else params
 
 
 def reference_code(op: OpSpec) -> str:

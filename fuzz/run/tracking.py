@@ -79,8 +79,8 @@ def exact_sum(a: Tensor, b: Tensor, mag: Tensor, dtype: torch.dtype, model: Kern
     grain_a, grain_b = grain(a), grain(b)
     if grain_a * grain_b == 0.0:
         return False
-    if not dtype.is_floating_point:
-        return within(mag, grain_a * grain_b, 2.0**31)
+    if not dtype.is_floating_point:  # the dtype's range, where the float64 reference is exact too
+        return within(mag, grain_a * grain_b, min(float(torch.iinfo(dtype).max), 2.0**53))
     limit = 2.0**24
     if model.half_partials and dtype in (torch.float16, torch.bfloat16):
         limit = 1.0 / unit_roundoff(dtype)

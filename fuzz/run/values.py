@@ -14,7 +14,7 @@ import torch
 
 from fuzz.run.programs import op_dtype
 from strategies.case import Case, TensorSpec
-from strategies.vocabulary import INT8_FORMS
+from strategies.vocabulary import INT8_FORMS, INTEGER_BITS, INTEGER_DTYPES, INTEGER_HEADROOM_BITS
 
 EXACT_BITS = {"float32": 24, "float16": 11, "bfloat16": 8, "int32": 31, "int8": 7,
               "float8_e4m3fn": 4, "float8_e5m2": 3}
@@ -35,6 +35,16 @@ def exact_int_range(case: Case) -> tuple[int, float]:
     r = max(1, min(4, math.isqrt((2 ** (bits - 2)) // k)))
     spread = r * (r + 1) / 3  # E[x**2] of a uniform integer in [-r, r]
     return r, min(1.0, 2.0 ** (bits - 1) / (6 * math.sqrt(k) * spread))
+
+
+def integer_range(case: Case) -> tuple[int, int]:
+    """randint's bounds for an integer product's inputs: [-r, r] ([0, r] for uint8) with K * r**2 at
+    most 2**(bits - INTEGER_HEADROOM_BITS), so that no result or step overflows, whatever the values;
+    r at most 4 in the exact_int mode, the largest such r in the large one."""
+    dtype, k = op_dtype(case), max(reduction_size(case), 1)
+    r = max(1, math.isqrt(2 ** (INTEGER_BITS[dtype] - INTEGER_HEADROOM_BITS) // k))
+    r = min(r, 4) if case.value_mode == "exact_int" else r
+    return (0 if dtype == "uint8" else -r), r + 1
 
 
 def materialize(case: Case, specs: Sequence[TensorSpec] | None = None) -> list[torch.Tensor]:
@@ -103,7 +113,7 @@ def storage_values(case: Case, specs: Sequence[TensorSpec], group: list[int]) ->
             if inside.numel():
                 picks = inside[torch.randperm(inside.numel(), generator=gen)[: max(1, inside.numel() // 64)]]
                 values[picks] = torch.tensor(NONFINITE, dtype=torch.float64)[torch.arange(picks.numel()) % 3]
-    if specs[first].dtype not in ("int8", "int32"):
+    if specs[first].dtype not in INTEGER_DTYPES:
         values[~covered] = float("nan")
     return values
 
@@ -111,7 +121,7 @@ def storage_values(case: Case, specs: Sequence[TensorSpec], group: list[int]) ->
 def _may_be_nonfinite(case: Case, index: int) -> bool:
     """Where NaN/inf have defined effects: not in an operand multiplied by alpha == 0 (BLAS does
     not read it, a fused kernel may: undefined), nor in scaled_mm's scales or an int8 weight."""
-    if case.inputs[index].dtype == "int8":
+    if case.inputs[index].dtype in INTEGER_DTYPES:
         return False
     if case.op in ("addmm", "baddbmm") and index < 2:
         return case.params_dict.get("alpha", 1.0) != 0.0
@@ -121,6 +131,8 @@ def _may_be_nonfinite(case: Case, index: int) -> bool:
 def _values(case: Case, spec: TensorSpec, index: int, n: int, gen: torch.Generator) -> torch.Tensor:
     if case.op == "scaled_mm" and index >= 2:  # scales: positive powers of two keep products exact
         return 2.0 ** torch.randint(-2, 3, (n,), generator=gen, dtype=torch.float64)
+    if case.integer_product():
+        return torch.randint(*integer_range(case), (n,), generator=gen, dtype=torch.float64)
     if case.value_mode == "exact_int":
         r, density = exact_int_range(case)
         values = torch.randint(-r, r + 1, (n,), generator=gen, dtype=torch.float64)

@@ -148,3 +148,18 @@ def test_an_upcast_read_as_the_wrong_narrow_type_is_caught_by_a_case_with_an_upc
     case = dataclasses.replace(mm(), prologue=("upcast_bfloat16",))
     found = caught_only_by(monkeypatch, lambda: plant("upcast-reads-float16"), mm(), case)
     assert any(plant_named("upcast-reads-float16").caused("numerics", s) for s in found), found
+
+
+def test_an_integer_product_computed_in_float32_is_caught_by_large_integer_values(
+        monkeypatch: pytest.MonkeyPatch, plant: Callable[[str], Plant]) -> None:
+    """Index arithmetic and counts multiply int64 tensors, which eager computes exactly on the CPU:
+    a kernel that takes an integer product through float32 is exact for small values and for every
+    float case, and wrong once the products pass 2**24 (the large integer values: up to 2**40)."""
+    large = Case.make(op="mm", inputs=(spec((6, 5), "int64"), spec((5, 4), "int64")), device="cpu", value_mode="large",
+                      seed=7, config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    small = dataclasses.replace(large, value_mode="exact_int")
+    assert signatures(mm()) == set()
+    found = caught_only_by(monkeypatch, lambda: plant("integer-product-through-float32"), small, large)
+    assert signatures(mm()) == set(), "a float product must not reach the planted bug"
+    assert any(plant_named("integer-product-through-float32").caused("numerics", s) for s in found), found
+    assert "exact-mismatch:mm:int64" in found, found

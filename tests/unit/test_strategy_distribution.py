@@ -15,7 +15,15 @@ from strategies.case import Case
 from strategies.cases import DEVICE_OPS, case_features, cases
 from strategies.configs import BACKENDS, device_knobs
 from strategies.dynamic import SIZE_FAMILIES
-from strategies.vocabulary import CONSUMERS, FLOAT_PRODUCT_OPS, PROLOGUE_STEPS, SPELLINGS, WEIGHT_FORMS
+from strategies.vocabulary import (
+    CONSUMERS,
+    FLOAT_PRODUCT_OPS,
+    INTEGER_DTYPES,
+    INTEGER_VALUE_MODES,
+    PROLOGUE_STEPS,
+    SPELLINGS,
+    WEIGHT_FORMS,
+)
 
 
 def drawn(device: str, n: int) -> set[str]:
@@ -45,10 +53,13 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                        "dtype:float16", "dtype:bfloat16", "frozen-dynamic", "frozen-shared", "dynamic-op:int_mm"}
                     | {f"frozen-op:{op}" for op in ("mm", "addmm", "matmul", "mm_plus_mm")}
                     | {f"weight_form:{f}" for f in WEIGHT_FORMS[1:]}
+                    | {f"dtype:{d}" for d in INTEGER_DTYPES} | {f"integer-op:{op}" for op in FLOAT_PRODUCT_OPS}
+                    | {f"integer-value:{mode}" for mode in INTEGER_VALUE_MODES} | {"integer-frozen"}
                     | {f"known-region:{name}"
                        for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
                                     "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
-                                    "cpp-gemm-dynamic-recompile-crash")}),
+                                    "cpp-gemm-dynamic-recompile-crash", "freezing-mkl-pack-integer-weight-crash",
+                                    "cpp-gemm-int8-product-compensation-crash")}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in device_knobs("cuda", frozen=False)}
                      | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),

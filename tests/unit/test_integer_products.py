@@ -1,0 +1,91 @@
+"""Integer products (mm-family ops on int64 ... uint8 operands, CPU): the Case model's rules, values
+that no result or step overflows, and the two inductor bugs they found, explained by their entries
+only where their trigger holds."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+import torch
+
+from fuzz.bugs.known_bugs import KNOWN_BUGS
+from fuzz.run.programs import source
+from fuzz.run.session import FuzzSession
+from fuzz.run.values import integer_range, materialize
+from strategies.case import Case, CaseError, TensorSpec, contiguous_strides
+from strategies.vocabulary import INTEGER_BITS, INTEGER_DTYPES, INTEGER_HEADROOM_BITS
+
+REGIONS = {bug.name: bug for bug in KNOWN_BUGS}
+
+
+def spec(shape: tuple[int, ...], dtype: str) -> TensorSpec:
+    return TensorSpec(shape, contiguous_strides(shape), 0, dtype)
+
+
+def product(op: str = "bmm", dtype: str = "uint8", k: int = 7, backends: str = "ATEN,CPP", **fields: object) -> Case:
+    shapes = {"bmm": ((2, 5, k), (2, k, 3)), "mm": ((5, k), (k, 3)), "addmm": ((5, k), (k, 3), (3,))}[op]
+    fields = {"value_mode": "large", **fields}
+    return Case.make(op=op, device="cpu", seed=1, inputs=tuple(spec(s, dtype) for s in shapes),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": backends}, **fields)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"device": "cuda"}, "runs on the CPU"),
+    ({"value_mode": "normal"}, "value modes exact_int, large"),
+    ({"params": {"alpha": 0.5}}, "are integers"),
+    ({"params": {"alpha": -1.0}}, "not negative for uint8"),
+    ({"consumers": ("gelu",)}, "not 'gelu'"),
+    ({"consumers": ("projections",)}, "not 'projections'"),
+    ({"prologue": ("neg",)}, "not 'neg'"),
+])
+def test_an_integer_product_takes_only_what_eager_computes_exactly(fields: dict[str, object], message: str) -> None:
+    base = product("addmm", "uint8", backends="ATEN")
+    with pytest.raises(CaseError, match=message):
+        Case.make(**{**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+                     "config": base.config_dict, "params": base.params_dict, **fields})
+    assert Case.loads(base.dumps()) == base
+
+
+@pytest.mark.parametrize(("dtype", "mode"), itertools.product(INTEGER_DTYPES, ("exact_int", "large")))
+def test_integer_values_leave_every_product_and_step_inside_the_dtype(dtype: str, mode: str) -> None:
+    """The worst case of the values (every input at the range's end), for the largest K the
+    strategies draw: the product, doubled by the addmm scalars and twice by steps, still fits."""
+    k = min(300, 2 ** (INTEGER_BITS[dtype] - INTEGER_HEADROOM_BITS))
+    case = dataclasses.replace(product("mm", dtype, k, "ATEN"), value_mode=mode)
+    low, high = integer_range(case)
+    top = max(abs(low), high - 1)
+    assert high - 1 >= 1 and (low == 0) == (dtype == "uint8")
+    limit = min(torch.iinfo(getattr(torch, dtype)).max, 2**53)
+    assert 8 * k * top**2 + 8 * top <= limit
+    x0 = materialize(case)[0]
+    assert x0.dtype == getattr(torch, dtype) and int(x0.min()) >= low and int(x0.max()) < high
+
+
+def test_integer_scalars_are_passed_as_integers() -> None:
+    case = product("addmm", "int64", backends="ATEN", params={"alpha": 2.0, "beta": -1.0})
+    assert "beta=-1, alpha=2)" in source(case)
+
+
+def test_a_frozen_integer_linear_is_the_mkl_packing_entry_and_unfrozen_passes() -> None:
+    bug = REGIONS["freezing-mkl-pack-integer-weight-crash"]
+    frozen = product("mm", "int32", backends="ATEN", frozen_weights=True, value_mode="exact_int")
+    assert bug.applies(frozen) and not bug.applies(bug.untrigger(frozen))
+    scaled = product("addmm", "int32", backends="ATEN", frozen_weights=True, params={"alpha": 2.0})
+    assert not bug.applies(scaled)  # mkldnn's linear takes alpha == 1 only: not packed
+    verdict = FuzzSession().evaluate(frozen)
+    assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
+    assert FuzzSession().evaluate(bug.untrigger(frozen)).violations == []
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_an_int8_bmm_with_cpp_choices_is_the_compensation_entry(dtype: str) -> None:
+    bug = REGIONS["cpp-gemm-int8-product-compensation-crash"]
+    case = product("bmm", dtype)
+    assert bug.applies(case) and not bug.applies(product("bmm", "int16"))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
+    assert FuzzSession().evaluate(bug.untrigger(case)).violations == []
+    wider = FuzzSession().evaluate(product("bmm", "int16"))  # the template is not offered: compiles, exact
+    assert wider.violations == [] and wider.known == []
