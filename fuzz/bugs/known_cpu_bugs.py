@@ -16,8 +16,10 @@ from fuzz.bugs.regions import (
     frozen_integer_linear,
     frozen_linear,
     half_product_twice,
+    in_int64,
     int8_cpp_product,
     linear_rows,
+    narrow_integer_bmm_vector,
     scaled,
     span,
     static,
@@ -288,6 +290,20 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
                  "quantized linear, whose lowering registers the weight's compensation constant; a plain int8 or "
                  "uint8 bmm (or frozen addmm) gets the template too, and lowering fails with KeyError "
                  "'<weight>_BMatrixCompens'",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="cpu-bmm-vector-sum-promotes-integers",
+        oracles=("numerics",),
+        signatures=(r"output-meta:(bmm|matmul|mm)(@.+)?",),
+        messages=(r"compiled (\(.*\)) torch\.int64, eager \1 torch\.u?int(32|16|8)$",),  # its dtype, nothing else
+        applies=narrow_integer_bmm_vector,
+        untrigger=in_int64,
+        tracking="repros/cpu_bmm_vector_sum_promotes_integers.py (not yet filed upstream; found by a CPU run of "
+                 "the integer products): tuned_bmm (kernel/bmm.py) lowers a CPU bmm with M == 1 or N == 1 as "
+                 "sum(a * b), and an integer sum is int64, so an int32/int16/int8/uint8 bmm (einsum, matmul) "
+                 "returns int64 where eager returns the operands' dtype (the CUDA branch checks for float dtypes)",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

@@ -286,3 +286,22 @@ def int8_cpp_product(case: Case) -> bool:
     frozen product."""
     return (case.integer_product() and case.inputs[0].dtype in ("int8", "uint8")
             and (cpu_cpp_batched(case) or (case.frozen_weights and "CPP" in backends(case))))
+
+
+def narrow_integer_bmm_vector(case: Case) -> bool:
+    """An integer product narrower than int64 that inductor lowers as a CPU bmm (bmm, a matmul with a
+    batched weight, an einsum) with M == 1 or N == 1 in some call: tuned_bmm's memory-bound
+    decomposition, sum(a * b), which sums integers into int64."""
+    if not (case.device == "cpu" and case.integer_product() and case.inputs[0].dtype != "int64"):
+        return False
+    lowered_as_bmm = case.op == "bmm" or case.spelling == "einsum" or (case.op == "matmul"
+                                                                       and len(case.inputs[1].shape) >= 3)
+    return lowered_as_bmm and any(1 in (a.shape[-2], b.shape[-1]) for a, b, *_ in calls(case))
+
+
+def in_int64(case: Case) -> Case:
+    """Untrigger: every integer tensor as int64 (same shapes, strides and offsets)."""
+    def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.shape, t.stride, t.offset, "int64") for t in specs)
+    return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call))
+

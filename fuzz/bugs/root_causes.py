@@ -51,6 +51,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/utils.py `use_cpp_gemm_template` allows uint8/int8 operands (meant for the "
               "quantized linears, whose lowering in mkldnn_lowerings.py adds `<W>_BMatrixCompens`), and "
               "codegen/cpp_gemm_template.py `_get_compensation_node` assumes the constant exists"),
+    RootCause("cpu-bmm-vector-sum-dtype",
+              "[inductor][cpu] a bmm with M == 1 or N == 1 on integer operands returns int64 (the lowering's "
+              "sum promotes)",
+              ("cpu-bmm-vector-sum-promotes-integers",),
+              "torch/_inductor/kernel/bmm.py tuned_bmm: the CPU memory-bound branch returns "
+              "`L.sum_(L.mul(mat1, mat2), axis=2)` for any dtype (its CUDA branch checks _BMM_DOT_DECOMPOSE_DTYPES)"),
     RootCause("cpp-template-symbolic-strides",
               "[inductor][cpu] max-autotune CPP GEMM/BMM templates break when a recompile makes an input stride "
               "symbolic",

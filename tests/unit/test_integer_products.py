@@ -89,3 +89,19 @@ def test_an_int8_bmm_with_cpp_choices_is_the_compensation_entry(dtype: str) -> N
     assert FuzzSession().evaluate(bug.untrigger(case)).violations == []
     wider = FuzzSession().evaluate(product("bmm", "int16"))  # the template is not offered: compiles, exact
     assert wider.violations == [] and wider.known == []
+
+
+def test_an_integer_bmm_of_one_row_is_the_vector_sum_entry_and_int64_passes() -> None:
+    """The entry explains an int64 result of the operands' shape (its fingerprint), and the same case
+    in int64, or with no size-1 dim, compiles to the operands' dtype."""
+    bug = REGIONS["cpu-bmm-vector-sum-promotes-integers"]
+    row = Case.make(op="bmm", device="cpu", value_mode="exact_int", seed=1,
+                    inputs=(spec((2, 1, 7), "int32"), spec((2, 7, 3), "int32")),
+                    config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    assert bug.applies(row) and not bug.applies(bug.untrigger(row))
+    verdict = FuzzSession().evaluate(row)
+    assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
+    assert FuzzSession().evaluate(bug.untrigger(row)).violations == []
+    rows = dataclasses.replace(row, inputs=(spec((2, 2, 7), "int32"), spec((2, 7, 3), "int32")))
+    assert not bug.applies(rows) and FuzzSession().evaluate(rows).violations == []
+
