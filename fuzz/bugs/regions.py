@@ -304,4 +304,3 @@ def in_int64(case: Case) -> Case:
     def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(t.shape, t.stride, t.offset, "int64") for t in specs)
     return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call))
-

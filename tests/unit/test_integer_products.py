@@ -104,4 +104,3 @@ def test_an_integer_bmm_of_one_row_is_the_vector_sum_entry_and_int64_passes() ->
     assert FuzzSession().evaluate(bug.untrigger(row)).violations == []
     rows = dataclasses.replace(row, inputs=(spec((2, 2, 7), "int32"), spec((2, 7, 3), "int32")))
     assert not bug.applies(rows) and FuzzSession().evaluate(rows).violations == []
-

@@ -59,7 +59,8 @@ EXPECTED: dict[str, Callable[[], set[str]]] = {
                        for name in ("cpp-gemm-frozen-weight-storage-offset", "cpp-bmm-empty-dim-crash",
                                     "addmm-scalar-bias-indexerror", "aten-int-mm-expanded-operand",
                                     "cpp-gemm-dynamic-recompile-crash", "freezing-mkl-pack-integer-weight-crash",
-                                    "cpp-gemm-int8-product-compensation-crash", "cpu-bmm-vector-sum-promotes-integers")}),
+                                    "cpp-gemm-int8-product-compensation-crash",
+                                    "cpu-bmm-vector-sum-promotes-integers")}),
     "cuda": lambda: ({f"op:{op}" for op in DEVICE_OPS["cuda"]} | {f"backends:{b}" for b in BACKENDS["cuda"]}
                      | {f"knob:{k}" for k in device_knobs("cuda", frozen=False)}
                      | {"tf32", "dtype:float8_e4m3fn", "dtype:float8_e5m2"}),
