@@ -41,7 +41,7 @@ CPU_KNOBS = {
 }
 FROZEN_KNOBS = {
     "freezing_discard_parameters": st.just(True),  # the eager parameters dropped after freezing
-    "cpp.weight_prepack": st.just(False),  # no packed linears, no CPP GEMM template
+    "cpp.weight_prepack": st.just(False),  # no CPP GEMM template (packing: fuzz.probe.inductor.init_freezing_patterns)
     "cpp.enable_concat_linear": st.just(True),
     "cpp.enable_grouped_gemm_template": st.just(True),
     "enable_linear_binary_folding": st.just(True),

@@ -271,10 +271,10 @@ def concat_linear_addmm(case: Case) -> bool:
 def frozen_integer_linear(case: Case) -> bool:
     """A frozen integer product freezing packs as a linear for MKL (`_is_packable_linear`): an mm, a
     matmul of a batch of sequences, mm_plus_mm's products, or an addmm spelled `a @ b + bias` or
-    with alpha == 1, beta 0 or 1 and a 1-D bias; weight prepacking on (inductor's default)."""
+    with alpha == 1, beta 0 or 1 and a 1-D bias. cpp.weight_prepack=False does not keep it out: the
+    packing patterns are registered at a process's first freezing compile, if prepacking is on then."""
     if not (case.device == "cpu" and case.frozen_weights and case.integer_product()
-            and case.op in ("mm", "addmm", "matmul", "mm_plus_mm")
-            and case.config_dict.get("cpp.weight_prepack", True)):
+            and case.op in ("mm", "addmm", "matmul", "mm_plus_mm")):
         return False
     params = case.params_dict
     return case.op != "addmm" or (params.get("alpha", 1.0) == 1.0 and params.get("beta", 1.0) in (0.0, 1.0)

@@ -30,7 +30,7 @@ from fuzz.run.values import (
     tiny_scale,
 )
 from strategies.case import Case, TensorSpec, contiguous_strides
-from strategies.vocabulary import CAST_FROM, FUSED_THIRD, INT8_FORMS
+from strategies.vocabulary import CAST_FROM, FUSED_THIRD, INT8_FORMS, INTEGER_DTYPES
 
 
 def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
@@ -279,7 +279,8 @@ def _held_model(case: Case) -> list[str]:
     which = ("first", "middle")[FUSED_THIRD[case.weight_form]]
     return [f"class Model(torch.nn.Module):  # x1 is the {which} third of a fused (qkv-style) frozen parameter",
             f"    def __init__(self, {', '.join(f'x{i}' for i in range(1, n))}):", "        super().__init__()",
-            "        pad = torch.full_like(x1, torch.nan)",
+            "        pad = torch.full_like(x1, torch.nan)" if case.inputs[1].dtype not in INTEGER_DTYPES
+            else "        pad = torch.full_like(x1, torch.iinfo(x1.dtype).max)",
             f"        self.fused = torch.nn.Parameter(torch.cat([{', '.join(thirds)}], dim=-1), requires_grad=False)",
             *rest, "", "    def forward(self, x0):", f"        return program(x0, {args})", ""]
 

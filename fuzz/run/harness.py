@@ -185,6 +185,7 @@ def _compile_and_run(case: Case, n_calls: int, keep: observe.KeepChoice | None =
     With `timings`, the time is split into inductor's phases (the rest is "compile and run"); with
     `padding`, pad-mm decides as in the compile that recorded it; with `salt`, inductor's FX graph
     cache is on, keyed by the salt (observe._post_grad_probe)."""
+    inductor.init_freezing_patterns()
     inductor.reset_dynamo()  # also clears torch's compile-time metrics: `compiling` reads them after
     first_args, weights = programs.split_inputs(case, materialize(case))
     module = programs.Program(case, weights)

@@ -220,13 +220,14 @@ def activations(case: Case, args: Sequence[Tensor]) -> list[Tensor]:
 
 def held_weights(case: Case, weights: Sequence[Tensor]) -> list[Tensor]:
     """What the module holds for the frozen weights (inputs[1:], then an int8 form's scale): the
-    weights; a fused form: input 1 as its third of a fused weight (NaN in the other thirds, so
-    a kernel reading past its slice is seen); an int8 form: input 1 as (N, K), then the scale; the
-    cast form: each in float32."""
+    weights; a fused form: input 1 as its third of a fused weight (NaN in the other thirds, the
+    dtype's largest value for an integer weight, so a kernel reading past its slice is seen); an
+    int8 form: input 1 as (N, K), then the scale; the cast form: each in float32."""
     if case.weight_form == "cast":
         return [w.to(getattr(torch, CAST_FROM)) for w in weights]
     if case.weight_form in FUSED_THIRD:
-        thirds = [torch.full_like(weights[0], torch.nan)] * 3
+        pad = torch.nan if weights[0].is_floating_point() else torch.iinfo(weights[0].dtype).max
+        thirds = [torch.full_like(weights[0], pad)] * 3
         thirds[FUSED_THIRD[case.weight_form]] = weights[0]
         return [torch.cat(thirds, dim=-1), *weights[1:]]
     if case.weight_form in INT8_FORMS:

@@ -4,8 +4,10 @@ only where their trigger holds."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import itertools
+import multiprocessing
 
 import pytest
 import torch
@@ -26,9 +28,8 @@ def spec(shape: tuple[int, ...], dtype: str) -> TensorSpec:
 
 def product(op: str = "bmm", dtype: str = "uint8", k: int = 7, backends: str = "ATEN,CPP", **fields: object) -> Case:
     shapes = {"bmm": ((2, 5, k), (2, k, 3)), "mm": ((5, k), (k, 3)), "addmm": ((5, k), (k, 3), (3,))}[op]
-    fields = {"value_mode": "large", **fields}
-    return Case.make(op=op, device="cpu", seed=1, inputs=tuple(spec(s, dtype) for s in shapes),
-                     config={"max_autotune": True, "max_autotune_gemm_backends": backends}, **fields)
+    fields = {"value_mode": "large", "config": {"max_autotune": True, "max_autotune_gemm_backends": backends}, **fields}
+    return Case.make(op=op, device="cpu", seed=1, inputs=tuple(spec(s, dtype) for s in shapes), **fields)
 
 
 @pytest.mark.parametrize(("fields", "message"), [
@@ -104,3 +105,28 @@ def test_an_integer_bmm_of_one_row_is_the_vector_sum_entry_and_int64_passes() ->
     assert FuzzSession().evaluate(bug.untrigger(row)).violations == []
     rows = dataclasses.replace(row, inputs=(spec((2, 2, 7), "int32"), spec((2, 7, 3), "int32")))
     assert not bug.applies(rows) and FuzzSession().evaluate(rows).violations == []
+
+
+def test_a_fused_integer_weight_is_padded_with_the_dtypes_largest_value() -> None:
+    """A fused (qkv-style) integer weight: the other thirds cannot hold NaN; they hold the dtype's
+    largest value, the case runs (eager too) and a correct kernel, which reads its third only, passes."""
+    case = product("addmm", "int16", backends="ATEN", frozen_weights=True, weight_form="fused",
+                   params={"alpha": 2.0})  # alpha != 1: freezing does not pack it (no mkl crash)
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.rejected and verdict.violations == [] and verdict.known == []
+
+
+def _known_in_a_fresh_process(case_json: str) -> list[str]:
+    """The known bugs a case's verdict names, evaluated as the first case of a fresh process."""
+    return [bug.name for _, bug in FuzzSession().evaluate(Case.loads(case_json)).known]
+
+
+def test_the_first_case_of_a_process_does_not_decide_its_weight_packing() -> None:
+    """Inductor registers freezing's weight packing at a process's first freezing compile, only if
+    cpp.weight_prepack is on then; the harness registers it as the default config does, so a case
+    with weight_prepack=False packs (and meets the packing bug) as first case and as hundredth."""
+    case = product("mm", "int32", backends="ATEN", frozen_weights=True,
+                   config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN", "cpp.weight_prepack": False})
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as fresh:
+        first = fresh.submit(_known_in_a_fresh_process, case.dumps()).result(timeout=300)
+    assert first == ["freezing-mkl-pack-integer-weight-crash"] == _known_in_a_fresh_process(case.dumps())
