@@ -268,13 +268,15 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         name="freezing-mkl-pack-integer-weight-crash",
         oracles=("crash",),
         signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
-        messages=(r"reorder_linear_weight: weight's dtype should be float",),
+        messages=(r"reorder_linear_weight: weight's dtype should be float",  # MKL; oneDNN (a dynamic batch):
+                  r"itensor_view_from_dense expects float/bfloat16/half/int8/fp8 tensor input"),
         applies=frozen_integer_linear,
         untrigger=unfrozen,
         tracking="repros/freezing_mkl_pack_integer_weight_crash.py (not yet filed upstream; found by reading "
                  "mkldnn_fusion.py for the integer products this suite draws since 2026-12-07): freezing packs a "
-                 "frozen integer linear weight for MKL (`_is_packable_linear` refuses float64 only), and "
-                 "_mkl_reorder_linear_weight raises 'weight's dtype should be float' while compiling",
+                 "frozen integer linear weight for MKL or oneDNN (`_is_packable_linear` refuses float64 only), "
+                 "and _mkl_reorder_linear_weight raises 'weight's dtype should be float' while compiling (with a "
+                 "dynamic batch, oneDNN's packing: 'itensor_view_from_dense expects float/...')",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

@@ -75,6 +75,12 @@ def test_a_frozen_integer_linear_is_the_mkl_packing_entry_and_unfrozen_passes() 
     assert bug.applies(frozen) and not bug.applies(bug.untrigger(frozen))
     scaled = product("addmm", "int32", backends="ATEN", frozen_weights=True, params={"alpha": 2.0})
     assert not bug.applies(scaled)  # mkldnn's linear takes alpha == 1 only: not packed
+    spelled = Case.make(op="addmm", device="cpu", value_mode="exact_int", seed=2, frozen_weights=True,
+                        spelling="operator",
+                        inputs=(spec((5, 7), "int32"), spec((7, 3), "int32"), spec((1, 3), "int32")),
+                        config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    assert bug.applies(spelled)  # `a @ b + bias`: the mm is packed, whatever the bias
+    assert [b.name for _, b in FuzzSession().evaluate(spelled).known] == [bug.name]
     verdict = FuzzSession().evaluate(frozen)
     assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
     assert FuzzSession().evaluate(bug.untrigger(frozen)).violations == []
