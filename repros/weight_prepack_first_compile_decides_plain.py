@@ -7,7 +7,6 @@ Not filed upstream yet. Plain-torch repro by mm-autotune-fuzz: fails an assertio
 present, prints a last line once fixed. Fails on torch 2.13.0+cpu.
 """
 import torch
-from torch._inductor.utils import run_and_get_code
 
 print("torch", torch.__version__, "| CPU capability", torch.backends.cpu.get_cpu_capability())
 linear, x = torch.nn.Linear(16, 8).eval(), torch.randn(4, 16)
@@ -15,6 +14,6 @@ with torch.no_grad(), torch._inductor.config.patch(freezing=True):
     torch.compile(linear)(x)  # the default: weight_prepack=True packs the weight
 torch._dynamo.reset()
 with torch.no_grad(), torch._inductor.config.patch({"freezing": True, "cpp.weight_prepack": False}):
-    _, code = run_and_get_code(torch.compile(linear), x)
+    _, code = torch._inductor.utils.run_and_get_code(torch.compile(linear), x)  # imported by the first compile
 assert "mkl_linear" not in "\n".join(code), "weight_prepack=False, and the weight is still packed for MKL"
 print("no failure: the bug does not reproduce on this torch")

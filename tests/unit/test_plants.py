@@ -40,6 +40,10 @@ CAUSES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
     "upcast-reads-float16": ([("numerics", "exact-mismatch:mm:float32"), ("numerics", "tolerance:addmm:float32")],
                              [("numerics", "reference-differs:exact-mismatch:mm:float32"),
                               ("layout_spec", "fixed-when-allowed:mm")]),
+    "integer-product-through-float32": ([("numerics", "exact-mismatch:mm:int64"),
+                                         ("numerics", "exact-mismatch:bmm:int32")],
+                                        [("numerics", "reference-differs:exact-mismatch:mm:int64"),
+                                         ("numerics", "output-meta:bmm")]),
     "bmm-lowering-raises": ([("crash", "crash:IndexError:choices.py:broken")],
                             [("crash", "crash:AssertionError:ir.py:unwrap_storage_for_input")]),
 }
