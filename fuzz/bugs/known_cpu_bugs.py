@@ -298,13 +298,14 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         name="cpu-bmm-vector-sum-promotes-integers",
         oracles=("numerics",),
-        signatures=(r"output-meta:(bmm|matmul|mm)(@.+)?",),
+        signatures=(r"output-meta:(mm|bmm|baddbmm|matmul)(@.+)?",),
         messages=(r"compiled (\(.*\)) torch\.int64, eager \1 torch\.u?int(32|16|8)$",),  # its dtype, nothing else
         applies=narrow_integer_bmm_vector,
         untrigger=in_int64,
         tracking="repros/cpu_bmm_vector_sum_promotes_integers.py (not yet filed upstream; found by a CPU run of "
                  "the integer products): tuned_bmm (kernel/bmm.py) lowers a CPU bmm with M == 1 or N == 1 as "
-                 "sum(a * b), and an integer sum is int64, so an int32/int16/int8/uint8 bmm (einsum, matmul) "
+                 "sum(a * b), and an integer sum is int64, so an int32/int16/int8/uint8 bmm (einsum, matmul, "
+                 "a baddbmm program's second x0 @ x1) "
                  "returns int64 where eager returns the operands' dtype (the CUDA branch checks for float dtypes)",
         torch_versions=("2.13",),
         devices=("cpu",),

@@ -290,14 +290,23 @@ def int8_cpp_product(case: Case) -> bool:
 
 
 def narrow_integer_bmm_vector(case: Case) -> bool:
-    """An integer product narrower than int64 that inductor lowers as a CPU bmm (bmm, a matmul with a
-    batched weight, an einsum) with M == 1 or N == 1 in some call: tuned_bmm's memory-bound
-    decomposition, sum(a * b), which sums integers into int64."""
+    """An integer product narrower than int64 with a CPU bmm of M == 1 or N == 1 in some call: the op
+    (bmm, a matmul with a batched weight, an einsum) or a cat_mm step's `x0 @ x1` on batched operands
+    (half of x0's rows, or of x1's columns). tuned_bmm's memory-bound decomposition, sum(a * b),
+    sums integers into int64."""
     if not (case.device == "cpu" and case.integer_product() and case.inputs[0].dtype != "int64"):
         return False
-    lowered_as_bmm = case.op == "bmm" or case.spelling == "einsum" or (case.op == "matmul"
-                                                                       and len(case.inputs[1].shape) >= 3)
-    return lowered_as_bmm and any(1 in (a.shape[-2], b.shape[-1]) for a, b, *_ in calls(case))
+    op_is_bmm = case.op == "bmm" or case.spelling == "einsum" or (case.op == "matmul"
+                                                                  and len(case.inputs[1].shape) >= 3)
+    for a, b, *_ in calls(case):
+        m, n = a.shape[-2], b.shape[-1]
+        products = [(m, n)] if op_is_bmm else []
+        if len(a.shape) >= 3 and len(b.shape) >= 3:
+            products += [((m + 1) // 2, n)] if "cat_mm_rows" in case.consumers else []
+            products += [(m, (n + 1) // 2)] if "cat_mm_cols" in case.consumers else []
+        if any(1 in p for p in products):
+            return True
+    return False
 
 
 def in_int64(case: Case) -> Case:

@@ -136,3 +136,16 @@ def test_the_first_case_of_a_process_does_not_decide_its_weight_packing() -> Non
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as fresh:
         first = fresh.submit(_known_in_a_fresh_process, case.dumps()).result(timeout=300)
     assert first == ["freezing-mkl-pack-integer-weight-crash"] == _known_in_a_fresh_process(case.dumps())
+
+
+def test_a_batched_programs_second_product_of_one_column_is_the_vector_sum_entry() -> None:
+    """A 5-minute CPU campaign's 'new' finding, shrunk: a baddbmm (whose own lowering keeps int32)
+    followed by cat_mm_rows, whose `x0 @ x1` is a bmm with N == 1: int64 after the cat."""
+    bug = REGIONS["cpu-bmm-vector-sum-promotes-integers"]
+    case = Case.make(op="baddbmm", device="cpu", value_mode="exact_int", seed=3, consumers=("cat_mm_rows",),
+                     params={"alpha": 1.0, "beta": 2.0},
+                     inputs=(spec((2, 3, 4), "int32"), spec((2, 4, 1), "int32"), spec((), "int32")),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"})
+    assert bug.applies(case) and not bug.applies(dataclasses.replace(case, consumers=()))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
