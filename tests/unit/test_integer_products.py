@@ -149,3 +149,16 @@ def test_a_batched_programs_second_product_of_one_column_is_the_vector_sum_entry
     assert bug.applies(case) and not bug.applies(dataclasses.replace(case, consumers=()))
     verdict = FuzzSession().evaluate(case)
     assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
+
+
+def test_a_frozen_int8_linear_of_a_dynamic_batch_is_the_compensation_entry() -> None:
+    """A 5-minute CPU campaign's 'new' finding (seed 2), shrunk: oneDNN packs an int8 weight (its
+    packing takes int8, for a dynamic batch), and the CPP template's add_choices indexes the
+    quantized linear's scale inputs (IndexError): the same template taking a plain int8 product."""
+    bug = REGIONS["cpp-gemm-int8-product-compensation-crash"]
+    case = Case.make(op="mm", device="cpu", value_mode="exact_int", seed=174, frozen_weights=True, dynamic=True,
+                     inputs=(TensorSpec((15, 8), (0, 1), 0, "int8"), TensorSpec((8, 5), (11, 1), 0, "int8")),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "CPP"})
+    assert bug.applies(case)
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
