@@ -44,7 +44,7 @@ FLOAT_DTYPES = {"cpu": ("float32", "bfloat16", "float16"), "cuda": ("float32", "
 MAX_ELEMENTS = {"cpu": 1 << 16, "cuda": 1 << 22}
 MAX_DIM = {"cpu": 300, "cuda": 2100}
 SCALARS = (1.0, 0.0, 0.5, 2.0, -1.0, 0.3)
-INTEGER_SCALARS = {"uint8": (1.0, 0.0, 2.0)}
+INTEGER_SCALARS = (1.0, 0.0, 2.0, -1.0)
 """alpha and beta of an integer product: integers (eager refuses others), not negative for uint8."""
 DEVICE_OPS = {
     "cpu": ("mm", "addmm", "bmm", "baddbmm", "matmul", "int_mm", "scaled_mm", "mm_plus_mm"),
@@ -112,7 +112,8 @@ def _operands(draw: st.DrawFn, op: str, device: str, dtype: str, m: int, n: int,
             inputs += [draw(strided((m, k2), dtype, kinds)), draw(strided((k2, n), dtype, kinds))]
     if op in ("addmm", "baddbmm"):
         inputs.append(draw(_bias((batch,) if op == "baddbmm" else (), m, n, dtype)))
-        scalars = SCALARS if dtype not in INTEGER_DTYPES else INTEGER_SCALARS.get(dtype, (1.0, 0.0, 2.0, -1.0))
+        scalars = SCALARS if dtype not in INTEGER_DTYPES else \
+            tuple(s for s in INTEGER_SCALARS if dtype != "uint8" or s >= 0)
         params = {"alpha": draw(st.sampled_from(scalars)), "beta": draw(st.sampled_from(scalars))}
     return inputs, params
 

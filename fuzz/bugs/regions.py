@@ -120,14 +120,19 @@ def bf16_nonfinite_on_amx(case: Case) -> bool:
             and any(a.dtype == "bfloat16" and len(a.shape) == 3 for a in a_specs) and _host_has_amx_bf16())
 
 
+def retyped(case: Case, dtype: Callable[[str], str], **changes: Any) -> Case:
+    """The case with each tensor of either call in `dtype(its dtype)` (same shapes, strides and
+    offsets), and the other fields `changes` names."""
+    def convert(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(t.shape, t.stride, t.offset, dtype(t.dtype)) for t in specs)
+    return replace(case, inputs=convert(case.inputs), second_call=convert(case.second_call), **changes)
+
+
 def in_float32(case: Case) -> Case:
     """Untrigger: every bf16 tensor as float32 (same shapes, strides and offsets); a cast form's
     float32 model then computes in float32 as it holds its weights (the plain form)."""
-    def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
-        return tuple(TensorSpec(t.shape, t.stride, t.offset, "float32" if t.dtype == "bfloat16" else t.dtype)
-                     for t in specs)
     form = "plain" if case.weight_form == "cast" else case.weight_form
-    return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call), weight_form=form)
+    return retyped(case, lambda d: "float32" if d == "bfloat16" else d, weight_form=form)
 
 
 def frozen_linear(case: Case, dtypes: tuple[str, ...]) -> bool:
@@ -286,7 +291,7 @@ def int8_cpp_product(case: Case) -> bool:
     """An int8 or uint8 product (not int_mm's) offered CPP GEMM choices: a bmm (cpu_cpp_batched) or a
     frozen product."""
     return (case.integer_product() and case.inputs[0].dtype in ("int8", "uint8")
-            and (cpu_cpp_batched(case) or (case.frozen_weights and "CPP" in backends(case))))
+            and (cpu_cpp_batched(case) or frozen_cpp(case)))
 
 
 def narrow_integer_bmm_vector(case: Case) -> bool:
@@ -310,7 +315,5 @@ def narrow_integer_bmm_vector(case: Case) -> bool:
 
 
 def in_int64(case: Case) -> Case:
-    """Untrigger: every integer tensor as int64 (same shapes, strides and offsets)."""
-    def widen(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
-        return tuple(TensorSpec(t.shape, t.stride, t.offset, "int64") for t in specs)
-    return replace(case, inputs=widen(case.inputs), second_call=widen(case.second_call))
+    """Untrigger: every tensor of an integer product as int64 (same shapes, strides and offsets)."""
+    return retyped(case, lambda d: "int64")
