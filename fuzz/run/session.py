@@ -68,17 +68,19 @@ class FuzzSession:
         registered ATen bug's, else EAGER_AGREES."""
         obs, violations = self._observe(case)
         new, known = [], []
-        untriggered: dict[str, set[tuple[Signature, str]] | None] = {}
+        untriggered: dict[tuple[str, bool], set[tuple[Signature, str]] | None] = {}
         checks = {c.label: c for c in obs.results}
         for violation in violations:
             explained = None
+            alone = per_choice(violation)
             for bug in fitting(violation, case, obs.torch_version, self.registry, checks, len(obs.selections)):
-                if bug.name not in untriggered:
+                key = (bug.name, True) if (bug.name, True) in untriggered else (bug.name, alone)
+                if key not in untriggered:
                     began = time.perf_counter()
-                    untriggered[bug.name] = self._failures_without(bug, case)
+                    untriggered[key] = self._failures_without(bug, case, alone)
                     spent = time.perf_counter() - began
                     obs.timings["known-bug re-runs"] = obs.timings.get("known-bug re-runs", 0.0) + spent
-                remaining = untriggered[bug.name]
+                remaining = untriggered[key]
                 if remaining is not None and failure_of(violation) not in remaining:
                     explained = bug
                     break
@@ -90,11 +92,11 @@ class FuzzSession:
                 new.append(violation)
         return Verdict(obs, new, known)
 
-    def _failures_without(self, bug: KnownBug, case: Case) -> set[tuple[Signature, str]] | None:
-        """The failures (failure_of) the case shows with `bug`'s trigger removed, every choice
-        compiled alone too (whichever kernel wins autotuning); None when that variant does not
-        run (nothing can be confirmed)."""
-        variant = dataclasses.replace(bug.untrigger(case), every_choice=True)
+    def _failures_without(self, bug: KnownBug, case: Case, alone: bool) -> set[tuple[Signature, str]] | None:
+        """The failures (failure_of) the case shows with `bug`'s trigger removed, with `alone`
+        every choice compiled alone too (whichever kernel wins autotuning); None when that
+        variant does not run (nothing can be confirmed)."""
+        variant = dataclasses.replace(bug.untrigger(case), every_choice=alone)
         obs, violations = self._observe(variant)
         if unservable(obs) and (served := with_aten(variant)) != variant:  # the bug struck before any choice
             # was gathered (a minimized case may have lost ATEN): as the strategies would, let ATen serve it
@@ -110,6 +112,14 @@ def failure_of(violation: Violation) -> tuple[Signature, str]:
     """What removing a trigger must remove: the kind of failure (failure_kind) and the output it
     was seen on, whichever choice computed it (a single-choice compile's " @TEMPLATE" left out)."""
     return failure_kind(violation.parsed), re.sub(r" @\S+", "", violation.output)
+
+
+def per_choice(violation: Violation) -> bool:
+    """Whether a single choice's kernel may cause the violation (its outputs: values, metadata,
+    a choice's crash), so that the untriggered re-run must compile every choice alone to show it
+    whichever choice wins; the other oracles judge the autotuned compile alone (its crash, the
+    selection's layout, the templates' hashes), which single-choice compiles never add to."""
+    return violation.oracle == "numerics"
 
 
 def out_of_memory(obs: Observation) -> bool:

@@ -20,12 +20,12 @@ from fuzz.bugs.entry import KnownBug
 from fuzz.bugs.known_bugs import KNOWN_BUGS, candidates, process_killer
 from fuzz.bugs.regions import without_backend
 from fuzz.run.harness import run_case
-from fuzz.run.session import FuzzSession, failure_kind
+from fuzz.run.session import FuzzSession, failure_kind, per_choice
 from oracles import check_all
 from oracles.model import OutputCheck, Violation
 from oracles.signature import Signature
 from strategies.case import Case, TensorSpec, contiguous_strides
-from tests.cases import CPP_OFFSET, affected, offset_weight_case
+from tests.cases import CPP_OFFSET, affected, offset_weight_case, scalar_bias_case
 from tests.checking import is_cpp_choice, rig_benchmarks
 
 FRESH_VERDICT = ("import json, sys; from fuzz.run.session import FuzzSession; from strategies.case import Case; "
@@ -123,6 +123,27 @@ def test_a_match_that_survives_removing_the_trigger_is_new() -> None:
         mp.setattr(select_algorithm.extern_kernels, "bmm", off_by_one)
         verdict = FuzzSession(registry=(wide,)).evaluate(case)
     assert verdict.known == [] and {v.signature for v in verdict.violations} == {"exact-mismatch:bmm:float32"}
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="registered for torch 2.13")
+def test_a_crash_is_confirmed_without_compiling_every_choice_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile that crashed is confirmed by the untriggered autotuned compile alone (a single
+    choice's compile shows choice crashes and values, never the whole compile's crash), and a
+    wrong value by compiling every choice alone (whichever wins): the cost goes where it can matter."""
+    variants: list[Case] = []
+    observe = FuzzSession._observe
+
+    def recording(self: FuzzSession, case: Case):  # type: ignore[no-untyped-def]
+        variants.append(case)
+        return observe(self, case)
+
+    monkeypatch.setattr(FuzzSession, "_observe", recording)
+    case = dataclasses.replace(scalar_bias_case(), every_choice=True)
+    verdict = FuzzSession().evaluate(case)
+    assert [b.name for _, b in verdict.known] == ["addmm-scalar-bias-indexerror"] and verdict.violations == []
+    assert [v.every_choice for v in variants] == [True, False]
+    assert per_choice(verdict.known[0][0]) is False
+    assert per_choice(Violation("numerics", "wrong result", "exact-mismatch:mm:float32", "", "mm call0/out0")) is True
 
 
 def test_failure_kinds_ignore_the_value_mode() -> None:
