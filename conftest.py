@@ -54,9 +54,6 @@ def share_the_cores(worker: str) -> None:
     cores = core_window(int(worker[2:]), workers, sorted(os.sched_getaffinity(0)))
     os.sched_setaffinity(0, cores)
     torch.set_num_threads(len(cores))
-    # Said, not left to inductor's count of the cores (torch 2.11 on the H200 sized each worker's compile
-    # pool for all 16, and 16 pools hung pytest's teardown in their 300 s shutdown waits).
-    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(len(cores)))
 
 
 SLOW_FIRST = ("campaign", "slow")

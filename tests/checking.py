@@ -27,7 +27,7 @@ of its set can serve it): a test that mostly rejects tests nothing."""
 REJECT_ALPHA = 0.01
 """A property test fails on its rejections only when a rate at the ceiling gives that many this
 rarely (one-sided binomial test). A plain 10% cut failed matmul on the H200 at 5 of 45, which a 10%
-rate gives 47% of the time (13% at 6%); this test fails a 30% rate at 40 examples (the `gpu`
+rate gives 47% of the time (13% at 6%); this test fails a 35% rate at 20 examples (the `gpu`
 profile), a 50% rate at 12 (`ci`)."""
 TALLY: collections.Counter[str] = collections.Counter()
 """Cases per op in this process ("mm"), rejections per op and reason ("mm:rejected:<why>")."""

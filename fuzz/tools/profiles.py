@@ -23,7 +23,7 @@ def register_profiles() -> None:
     settings.register_profile("dev", max_examples=15, deadline=None, phases=FAIL_FAST, suppress_health_check=SLOW)
     settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True, database=None,
                               print_blob=True, phases=FAIL_FAST, suppress_health_check=SLOW)
-    settings.register_profile("gpu", max_examples=40, deadline=None, print_blob=True, phases=FAIL_FAST,
+    settings.register_profile("gpu", max_examples=20, deadline=None, print_blob=True, phases=FAIL_FAST,
                               suppress_health_check=SLOW)
     settings.register_profile("nightly", max_examples=1000, deadline=None, print_blob=True,
                               suppress_health_check=SLOW)

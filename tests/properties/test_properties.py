@@ -53,10 +53,11 @@ def test_ops_a_gpu_lacks_are_skipped_with_the_reason(monkeypatch: pytest.MonkeyP
     assert all("capability" in marks[op].kwargs["reason"] for op in skipped)
 
 
-@pytest.mark.parametrize("rejected, total, fails", [(5, 45, False), (17, 57, True), (12, 24, True), (2, 14, False)])
+@pytest.mark.parametrize("rejected, total, fails", [(5, 45, False), (17, 57, True), (7, 20, True), (12, 24, True),
+                                                      (2, 14, False)])
 def test_the_reject_ceiling_fails_a_rate_above_it_not_a_draw_near_it(rejected: int, total: int, fails: bool) -> None:
-    """5 of 45 failed a plain 10% cut on the H200 (a 10% rate draws that often); 30% at 40
-    examples and 50% at 12 fail, with the reasons listed."""
+    """5 of 45 failed a plain 10% cut on the H200 (a 10% rate draws that often); 30% at 45-57,
+    35% at the `gpu` profile's 20 and 50% at 12 fail, with the reasons listed."""
     forget_tally("mm")
     TALLY["mm"] += total
     TALLY["mm:rejected:eager RuntimeError: planted"] += rejected

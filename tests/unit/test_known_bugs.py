@@ -22,7 +22,7 @@ from fuzz.bugs.regions import without_backend
 from fuzz.run.harness import run_case
 from fuzz.run.session import FuzzSession, failure_kind, per_choice
 from oracles import check_all
-from oracles.model import OutputCheck, Violation
+from oracles.model import Observation, OutputCheck, Violation
 from oracles.signature import Signature
 from strategies.case import Case, TensorSpec, contiguous_strides
 from tests.cases import CPP_OFFSET, affected, offset_weight_case, scalar_bias_case
@@ -133,7 +133,7 @@ def test_a_crash_is_confirmed_without_compiling_every_choice_alone(monkeypatch: 
     variants: list[Case] = []
     observe = FuzzSession._observe
 
-    def recording(self: FuzzSession, case: Case):  # type: ignore[no-untyped-def]
+    def recording(self: FuzzSession, case: Case) -> tuple[Observation, list[Violation]]:
         variants.append(case)
         return observe(self, case)
 
