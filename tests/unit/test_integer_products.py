@@ -18,6 +18,7 @@ from fuzz.run.session import FuzzSession
 from fuzz.run.values import integer_range, materialize
 from strategies.case import Case, CaseError, TensorSpec, contiguous_strides
 from strategies.vocabulary import INTEGER_BITS, INTEGER_DTYPES, INTEGER_HEADROOM_BITS
+from tests.cases import affected_by
 
 REGIONS = {bug.name: bug for bug in KNOWN_BUGS}
 
@@ -69,6 +70,7 @@ def test_integer_scalars_are_passed_as_integers() -> None:
     assert "beta=-1, alpha=2)" in source(case)
 
 
+@affected_by("freezing-mkl-pack-integer-weight-crash")
 def test_a_frozen_integer_linear_is_the_mkl_packing_entry_and_unfrozen_passes() -> None:
     bug = REGIONS["freezing-mkl-pack-integer-weight-crash"]
     frozen = product("mm", "int32", backends="ATEN", frozen_weights=True, value_mode="exact_int")
@@ -86,6 +88,7 @@ def test_a_frozen_integer_linear_is_the_mkl_packing_entry_and_unfrozen_passes() 
     assert FuzzSession().evaluate(bug.untrigger(frozen)).violations == []
 
 
+@affected_by("cpp-gemm-int8-product-compensation-crash")
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_an_int8_bmm_with_cpp_choices_is_the_compensation_entry(dtype: str) -> None:
     bug = REGIONS["cpp-gemm-int8-product-compensation-crash"]
@@ -98,6 +101,7 @@ def test_an_int8_bmm_with_cpp_choices_is_the_compensation_entry(dtype: str) -> N
     assert wider.violations == [] and wider.known == []
 
 
+@affected_by("cpu-bmm-vector-sum-promotes-integers")
 def test_an_integer_bmm_of_one_row_is_the_vector_sum_entry_and_int64_passes() -> None:
     """The entry explains an int64 result of the operands' shape (its fingerprint), and the same case
     in int64, or with no size-1 dim, compiles to the operands' dtype."""
@@ -127,6 +131,7 @@ def _known_in_a_fresh_process(case_json: str) -> list[str]:
     return [bug.name for _, bug in FuzzSession().evaluate(Case.loads(case_json)).known]
 
 
+@affected_by("freezing-mkl-pack-integer-weight-crash")
 def test_the_first_case_of_a_process_does_not_decide_its_weight_packing() -> None:
     """Inductor registers freezing's weight packing at a process's first freezing compile, only if
     cpp.weight_prepack is on then; the harness registers it as the default config does, so a case
@@ -138,6 +143,7 @@ def test_the_first_case_of_a_process_does_not_decide_its_weight_packing() -> Non
     assert first == ["freezing-mkl-pack-integer-weight-crash"] == _known_in_a_fresh_process(case.dumps())
 
 
+@affected_by("cpu-bmm-vector-sum-promotes-integers")
 def test_a_batched_programs_second_product_of_one_column_is_the_vector_sum_entry() -> None:
     """A 5-minute CPU campaign's 'new' finding, shrunk: a baddbmm (whose own lowering keeps int32)
     followed by cat_mm_rows, whose `x0 @ x1` is a bmm with N == 1: int64 after the cat."""
@@ -151,6 +157,7 @@ def test_a_batched_programs_second_product_of_one_column_is_the_vector_sum_entry
     assert verdict.violations == [] and [b.name for _, b in verdict.known] == [bug.name]
 
 
+@affected_by("cpp-gemm-int8-product-compensation-crash")
 def test_a_frozen_int8_linear_of_a_dynamic_batch_is_the_compensation_entry() -> None:
     """A 5-minute CPU campaign's 'new' finding (seed 2), shrunk: oneDNN packs an int8 weight (its
     packing takes int8, for a dynamic batch), and the CPP template's add_choices indexes the

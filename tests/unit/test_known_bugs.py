@@ -25,7 +25,7 @@ from oracles import check_all
 from oracles.model import Observation, OutputCheck, Violation
 from oracles.signature import Signature
 from strategies.case import Case, TensorSpec, contiguous_strides
-from tests.cases import CPP_OFFSET, affected, offset_weight_case, scalar_bias_case
+from tests.cases import CPP_OFFSET, affected, affected_by, offset_weight_case, scalar_bias_case
 from tests.checking import is_cpp_choice, rig_benchmarks
 
 FRESH_VERDICT = ("import json, sys; from fuzz.run.session import FuzzSession; from strategies.case import Case; "
@@ -125,7 +125,7 @@ def test_a_match_that_survives_removing_the_trigger_is_new() -> None:
     assert verdict.known == [] and {v.signature for v in verdict.violations} == {"exact-mismatch:bmm:float32"}
 
 
-@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="registered for torch 2.13")
+@affected_by("addmm-scalar-bias-indexerror")
 def test_a_crash_is_confirmed_without_compiling_every_choice_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """A compile that crashed is confirmed by the untriggered autotuned compile alone (a single
     choice's compile shows choice crashes and values, never the whole compile's crash), and a

@@ -23,7 +23,7 @@ from fuzz.run.values import materialize
 from fuzz.store.findings import FindingsStore, record_from_violation
 from strategies.case import Case, TensorSpec
 from strategies.cases import cases
-from tests.cases import CRASH, scalar_bias_case
+from tests.cases import CRASH, affected_by, scalar_bias_case
 from tests.checking import known_aten_bug
 
 EXACT = {"oracle": "numerics", "severity": "wrong result", "signature": "exact-mismatch:mm:float32",
@@ -318,8 +318,7 @@ def test_export_writes_the_plain_repro_beside_the_vendored_one(tmp_path: Path) -
     assert "torch.addmm(x2, x0, x1" in (tmp_path / plain["path"]).read_text()
 
 
-@pytest.mark.skipif(not any(torch.__version__.startswith(v) for v in SCALAR_BIAS.torch_versions),
-                    reason="the registry says this torch is not affected")
+@affected_by(SCALAR_BIAS.name)
 def test_a_real_bug_gets_a_plain_repro_that_fails_with_its_traceback(tmp_path: Path) -> None:
     """The scalar-bias IndexError: plain mode="max-autotune" already fails, freezing is dropped."""
     record = write_plain_repro(scalar_bias_case(frozen=True), CRASH, tmp_path / "bug_plain.py", timeout_s=300)
