@@ -88,6 +88,18 @@ def test_a_frozen_integer_linear_is_the_mkl_packing_entry_and_unfrozen_passes() 
     assert FuzzSession().evaluate(bug.untrigger(frozen)).violations == []
 
 
+@affected_by("freezing-mkl-pack-integer-weight-crash")
+def test_a_frozen_uint8_linear_of_a_dynamic_batch_is_the_mkl_packing_entry() -> None:
+    """A 5-minute CPU noise campaign's 'new' finding (seed 1), shrunk: oneDNN packs the uint8 weight
+    of a dynamic batch and fails to create its inner product ('could not create a primitive
+    descriptor'), the entry's third symptom."""
+    case = dataclasses.replace(product("mm", "uint8", k=16, backends="ATEN", frozen_weights=True),
+                               mark_dynamic=((0, 0),))
+    verdict = FuzzSession().evaluate(case)
+    assert verdict.violations == [] and [b.name for _, b in verdict.known] == ["freezing-mkl-pack-integer-weight-crash"]
+    assert "primitive descriptor" in verdict.known[0][0].message
+
+
 @affected_by("cpp-gemm-int8-product-compensation-crash")
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_an_int8_bmm_with_cpp_choices_is_the_compensation_entry(dtype: str) -> None:
