@@ -15,7 +15,7 @@ from fuzz.bugs.regions import (
     frozen_half_product,
     frozen_integer_linear,
     frozen_linear,
-    half_product_twice,
+    half_reductions_twice,
     in_int64,
     int8_cpp_product,
     linear_rows,
@@ -27,8 +27,8 @@ from fuzz.bugs.regions import (
     weight_at_offset_zero,
     with_input,
     without_backend,
-    without_cat_mm,
     without_config,
+    without_repeated_reduction,
 )
 from strategies.case import TensorSpec
 
@@ -227,13 +227,15 @@ CPU_INDUCTOR_BUGS: tuple[KnownBug, ...] = (
         oracles=("crash",),
         signatures=CPP_COMPILE_ERROR[:1],
         messages=(r"conflicting declaration .*tmp_acc\d+_vec",),
-        applies=half_product_twice,
-        untrigger=without_cat_mm,
+        applies=half_reductions_twice,
+        untrigger=without_repeated_reduction,
         tracking="repros/cpp_half_bmm_m1_repeated_product_compile_error.py (not yet filed upstream; found by a "
                  "10-minute CPU campaign): the same fp16/bf16 bmm with M == 1 twice in one graph (here "
                  "torch.cat([a @ b, a @ b], dim=-2)): the C++ kernel declares `tmp_acc0_vec` twice; also with "
                  "N == 1 and the product repeated along the columns (a seed-1 3-minute campaign: fp16 matmul, "
-                 "x1 (9, 290, 1) non-dense)",
+                 "x1 (9, 290, 1) non-dense), and in training: an addmm/baddbmm with a row-broadcast bias and "
+                 "x1's first row added sums the gradient over the rows twice (a 5-minute noise campaign, seed 3; "
+                 "no matmul needed: the backward of x + b + c[:1, :] in bf16 fails the same way)",
         torch_versions=("2.11", "2.13"),
         devices=("cpu",),
     ),

@@ -219,6 +219,30 @@ def without_cat_mm(case: Case) -> Case:
     return replace(case, consumers=tuple(c for c in case.consumers if c not in ("cat_mm_rows", "cat_mm_cols")))
 
 
+def half_row_sums_twice(case: Case) -> bool:
+    """A CPU fp16/bf16 training addmm or baddbmm whose bias is broadcast along the rows, with an
+    add_bias_row step (x1's first row added): the backward sums the same gradient over the rows
+    twice, once for the bias and once for that row of x1 (two identical reductions)."""
+    bias = case.inputs[2].shape if len(case.inputs) > 2 else None
+    return (case.device == "cpu" and case.backward and case.op in ("addmm", "baddbmm") and bias is not None
+            and case.inputs[0].dtype in HALF and "add_bias_row" in case.consumers
+            and (len(bias) < 2 or bias[-2] == 1))
+
+
+def half_reductions_twice(case: Case) -> bool:
+    """Two identical fp16/bf16 reductions in one CPU graph: a repeated product (half_product_twice)
+    or a training program's repeated row sum (half_row_sums_twice)."""
+    return half_product_twice(case) or half_row_sums_twice(case)
+
+
+def without_repeated_reduction(case: Case) -> Case:
+    """Untrigger of half_reductions_twice: without the cat_mm steps that repeat the product, else
+    without the add_bias_row step whose gradient repeats the bias's row sum."""
+    if half_product_twice(case):
+        return without_cat_mm(case)
+    return replace(case, consumers=tuple(c for c in case.consumers if c != "add_bias_row"))
+
+
 def weight_at_offset_zero(case: Case) -> Case:
     return with_input(case, 1, lambda t: TensorSpec(t.shape, t.stride, 0, t.dtype))
 

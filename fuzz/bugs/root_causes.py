@@ -180,12 +180,13 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/fx_passes/pad_mm.py slices the padded product back; torch/_inductor/graph.py then "
               "keeps only the stride order of the (now view) output, against keep_output_stride"),
     RootCause("cpp-half-reduction-accumulator-redeclared",
-              "[inductor][cpu] the same fp16/bf16 bmm with M == 1 (or N == 1) twice in one graph: the C++ kernel "
-              "declares its vector accumulator twice (conflicting declaration, does not compile)",
+              "[inductor][cpu] two identical fp16/bf16 reductions in one graph (the same bmm with M == 1 or N == 1 "
+              "twice; a backward that sums one gradient over the rows twice): the C++ kernel declares its vector "
+              "accumulator twice (conflicting declaration, does not compile)",
               ("cpp-half-bmm-m1-repeated-product-compile-error",),
-              "the CPP reduction codegen (torch/_inductor/codegen/cpp.py) for the two fused reductions that a "
-              "decomposed M == 1 bmm (torch/_inductor/decomposition.py) becomes: both name their half-precision "
-              "accumulator `at_BFloat16_tmp_acc0_vec` (float32 compiles)"),
+              "the CPP reduction codegen (torch/_inductor/codegen/cpp.py) for two identical fused reductions (a "
+              "decomposed M == 1 bmm, torch/_inductor/decomposition.py, twice; or the backward of x + b + c[:1, :]): "
+              "both name their half-precision accumulator `at_BFloat16_tmp_acc0_vec` (float32 compiles)"),
     RootCause("mm-out-dtype-row-vector",
               "[inductor][cuda] torch.mm with out_dtype=float32 and one row returns the input dtype under "
               "coordinate-descent tuning",

@@ -256,6 +256,23 @@ def test_the_repeated_row_product_bug_still_reproduces_and_is_explained() -> Non
     assert FuzzSession().evaluate(repeated_row_product_case("float32")).violations == []
 
 
+@affected_by("cpp-half-bmm-m1-repeated-product-compile-error")
+def test_a_training_addmm_that_sums_its_gradient_rows_twice_is_the_repeated_reduction_bug() -> None:
+    """A 5-minute noise campaign's 'new' finding (seed 3), shrunk: the backward of a bf16 addmm
+    with a row bias plus x1's first row sums the gradient over the rows twice (bias and row), two
+    identical reductions in one C++ kernel; without the add_bias_row step it compiles, and so does
+    a full-shaped bias (no row sum), which the entry leaves out."""
+    bug = REGIONS["cpp-half-bmm-m1-repeated-product-compile-error"]
+    case = Case.make(op="addmm", device="cpu", backward=True, consumers=("add_bias_row",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((36, 64), (64, 1), 0, "bfloat16"), TensorSpec((64, 15), (15, 1), 0, "bfloat16"),
+                             TensorSpec((15,), (1,), 0, "bfloat16")))
+    full_bias = dataclasses.replace(case, inputs=(*case.inputs[:2], TensorSpec((36, 15), (15, 1), 0, "bfloat16")))
+    assert bug.applies(case) and bug.untrigger(case).consumers == () and not bug.applies(full_bias)
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
+
+
 def empty_frozen_weight_case(n: int) -> Case:
     """A float32 frozen weight (33, n) and a second call with another M, CPP alone: the README
     campaign's finding of the freezing/oneDNN bug."""
