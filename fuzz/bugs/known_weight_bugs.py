@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from fuzz.bugs.entry import PRODUCT_OPS, PRODUCT_WRONG_VALUES, TEMPLATE, WRONG_VALUES, KnownBug
-from fuzz.bugs.regions import frozen_cpp, replace, scaled, with_aten, with_config, with_input
+from fuzz.bugs.regions import calls, frozen_cpp, replace, scaled, with_aten, with_config, with_input
 from fuzz.run.programs import OTHER_WEIGHTS
 from fuzz.run.values import scale_shape
 from strategies.case import Case, TensorSpec
@@ -161,6 +161,23 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
                  "and enable_linear_binary_folding, any compile mode, `torch.addmm(b, x, W, beta=.., alpha=..) "
                  "+ W[:1]` (a constant from the frozen weight) is folded into the addmm as if beta = alpha = 1 "
                  "(torch 2.13 CPU: beta 0.5 off by 1.5, alpha 0.3 off by 309; beta = alpha = 1 exact)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+    ),
+    KnownBug(
+        name="binary-folding-batched-linear-reorders-graph",
+        oracles=("crash",),
+        signatures=(r"crash:RuntimeError:[\w/.]+:\w+",),
+        messages=(r"referenced nonexistent value",),
+        applies=lambda c: (c.frozen_weights and "add_bias_row" in c.consumers
+                           and bool(c.config_dict.get("enable_linear_binary_folding"))
+                           and any(len(x0.shape) >= 3 and len(x1.shape) == 2 for x0, x1, *_ in calls(c))),
+        untrigger=with_config(enable_linear_binary_folding=False),
+        tracking="repros/binary_folding_batched_linear_reorders_graph.py (not yet filed upstream; a 5-minute "
+                 "noise campaign, seed 5): with freezing and enable_linear_binary_folding, `x @ W + W[:1]` with a "
+                 "batched x (the mm between two reshapes) crashes: binary_folding.py's folded_op inserts the new "
+                 "bias before the reshape, above the slice it reads ('Node reshape_default referenced "
+                 "nonexistent value slice_1'); a 2-D x compiles",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

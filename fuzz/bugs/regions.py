@@ -205,11 +205,12 @@ def scalar_to_vector_bias(case: Case) -> Case:
 
 
 def half_product_twice(case: Case) -> bool:
-    """A CPU fp16/bf16 batched product that some call computes twice: M == 1 and a cat_mm_rows step,
-    or N == 1 and a cat_mm_cols step (each then repeats the very product), which inductor may lower
-    as two identical reductions (M == 1: the bmm decomposition; N == 1: seen with a strided x1)."""
+    """A CPU fp16/bf16 batched product (either operand batched: matmul broadcasts the other) that
+    some call computes twice: M == 1 and a cat_mm_rows step, or N == 1 and a cat_mm_cols step (each
+    then repeats the very product), which inductor may lower as two identical reductions (M == 1:
+    the bmm decomposition; N == 1: seen with a strided x1)."""
     return (case.device == "cpu" and case.op in ("bmm", "matmul")
-            and any(a.dtype in HALF and len(a.shape) >= 3 and len(b.shape) >= 3
+            and any(a.dtype in HALF and max(len(a.shape), len(b.shape)) >= 3  # a batched product
                     and (("cat_mm_rows" in case.consumers and a.shape[-2] == 1)
                          or ("cat_mm_cols" in case.consumers and b.shape[-1] == 1))
                     for a, b, *_ in calls(case)))

@@ -110,6 +110,12 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "as if beta = alpha = 1 (wrong results)",
               ("binary-folding-addmm-ignores-scalars",),
               "torch/_inductor/fx_passes/binary_folding.py (enable_linear_binary_folding), the addmm case"),
+    RootCause("binary-folding-batched-linear-order",
+              "[inductor] freezing's linear binary folding of `x @ W + W[:1]` with a batched x inserts the folded "
+              "bias above the weight slice it reads (crash: 'referenced nonexistent value')",
+              ("binary-folding-batched-linear-reorders-graph",),
+              "torch/_inductor/fx_passes/binary_folding.py, folded_op: `graph.inserting_before(reshape_node)` for the "
+              "new addmm and its bias, whatever the position of `other` (the add's constant operand)"),
     RootCause("woq-int8-pattern-unchecked",
               "[inductor][cpu] the weight-only int8 pattern rewrites `(x @ w.t().to(x.dtype)) * scale` to "
               "_weight_int8pack_mm without checking the scale's shape or its operands' layouts",

@@ -273,6 +273,37 @@ def test_a_training_addmm_that_sums_its_gradient_rows_twice_is_the_repeated_redu
     assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
 
 
+@affected_by("cpp-half-bmm-m1-repeated-product-compile-error")
+def test_a_matrix_times_a_batch_of_columns_repeated_is_the_repeated_reduction_bug() -> None:
+    """A 5-minute noise campaign's 'new' finding (seed 5): a bf16 2-D x0 times a batch of one-column
+    x1 (matmul broadcasts x0), the product repeated by cat_mm_cols, without max-autotune."""
+    bug = REGIONS["cpp-half-bmm-m1-repeated-product-compile-error"]
+    case = Case.make(op="matmul", device="cpu", value_mode="mixed", consumers=("cat_mm_cols",), seed=0,
+                     config={"max_autotune": False, "max_autotune_gemm": False},
+                     inputs=(TensorSpec((3, 249), (1, 3), 0, "bfloat16"),
+                             TensorSpec((7, 249, 1), (1, 7, 1), 0, "bfloat16")))
+    assert bug.applies(case)
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
+
+
+@affected_by("binary-folding-batched-linear-reorders-graph")
+def test_binary_folding_of_a_batched_linear_and_a_weight_row_is_its_entry() -> None:
+    """A 5-minute noise campaign's 'new' finding (seed 5), shrunk: frozen, binary folding on, a
+    batched x0 @ W + W[:1] crashes; the entry leaves a 2-D x0 out (it compiles)."""
+    bug = REGIONS["binary-folding-batched-linear-reorders-graph"]
+    case = Case.make(op="matmul", device="cpu", frozen_weights=True, consumers=("add_bias_row",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN",
+                             "enable_linear_binary_folding": True},
+                     inputs=(TensorSpec((7, 6, 32), (192, 32, 1), 0, "float32"),
+                             TensorSpec((32, 8), (8, 1), 0, "float32")))
+    flat = dataclasses.replace(case, inputs=(TensorSpec((6, 32), (32, 1), 0, "float32"), case.inputs[1]))
+    assert bug.applies(case) and not bug.applies(flat) and not bug.applies(bug.untrigger(case))
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
+    assert FuzzSession().evaluate(flat).violations == []
+
+
 def empty_frozen_weight_case(n: int) -> Case:
     """A float32 frozen weight (33, n) and a second call with another M, CPP alone: the README
     campaign's finding of the freezing/oneDNN bug."""
