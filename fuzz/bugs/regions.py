@@ -321,13 +321,14 @@ def int8_cpp_product(case: Case) -> bool:
 
 def narrow_integer_bmm_vector(case: Case) -> bool:
     """An integer product narrower than int64 with a CPU bmm of M == 1 or N == 1 in some call: the op
-    (bmm, a matmul with a batched weight, an einsum) or a cat_mm step's `x0 @ x1` on batched operands
-    (half of x0's rows, or of x1's columns). tuned_bmm's memory-bound decomposition, sum(a * b),
-    sums integers into int64."""
+    (bmm, a matmul with a batched weight, an einsum, a baddbmm spelled `x0 @ x1 + x2`) or a cat_mm
+    step's `x0 @ x1` on batched operands (half of x0's rows, or of x1's columns). tuned_bmm's
+    memory-bound decomposition, sum(a * b), sums integers into int64."""
     if not (case.device == "cpu" and case.integer_product() and case.inputs[0].dtype != "int64"):
         return False
-    op_is_bmm = case.op == "bmm" or case.spelling == "einsum" or (case.op == "matmul"
-                                                                  and len(case.inputs[1].shape) >= 3)
+    op_is_bmm = (case.op == "bmm" or case.spelling == "einsum"
+                 or (case.op == "matmul" and len(case.inputs[1].shape) >= 3)
+                 or (case.op == "baddbmm" and case.spelling not in SCALAR_SPELLINGS))  # x0 @ x1 + x2
     for a, b, *_ in calls(case):
         m, n = a.shape[-2], b.shape[-1]
         products = [(m, n)] if op_is_bmm else []

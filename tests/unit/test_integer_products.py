@@ -155,6 +155,16 @@ def test_the_first_case_of_a_process_does_not_decide_its_weight_packing() -> Non
     assert first == ["freezing-mkl-pack-integer-weight-crash"] == _known_in_a_fresh_process(case.dumps())
 
 
+def test_a_baddbmm_spelled_with_the_operator_is_a_bmm_of_the_vector_sum_region() -> None:
+    """A 3-minute campaign's 'new' finding (seed 1): `x0 @ x1 + x2` of int8 with M == 1 is a bmm
+    (tuned_bmm decomposes it), `torch.baddbmm` is not (its own lowering keeps the dtype)."""
+    bug = REGIONS["cpu-bmm-vector-sum-promotes-integers"]
+    spec3 = (spec((3, 1, 8), "int8"), spec((3, 8, 5), "int8"), spec((1, 1, 5), "int8"))
+    fields = {"value_mode": "exact_int", "config": {"max_autotune": True, "max_autotune_gemm_backends": "ATEN"}}
+    operator = Case.make(op="baddbmm", device="cpu", inputs=spec3, spelling="operator", **fields)
+    assert bug.applies(operator) and not bug.applies(dataclasses.replace(operator, spelling="call"))
+
+
 @affected_by("cpu-bmm-vector-sum-promotes-integers")
 def test_a_batched_programs_second_product_of_one_column_is_the_vector_sum_entry() -> None:
     """A 5-minute CPU campaign's 'new' finding, shrunk: a baddbmm (whose own lowering keeps int32)
