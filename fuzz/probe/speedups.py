@@ -57,8 +57,9 @@ def remember_compile_failures() -> bool:
     the same `TORCHINDUCTOR_CACHE_DIR`. Keyed by the command line, the source files' bytes, the
     compiler binary and the torch build (whose headers the source includes); only failures with a
     diagnostic in the source are kept (a killed or crashed compiler runs again). The same
-    `CppCompileError`, command and output are raised, so a choice that does not compile is dropped
-    as before. A speed-up for the suite's workers (a campaign that keeps drawing or shrinking a
+    `CppCompileError`, command and output are raised, from the same `CalledProcessError` in the
+    same inductor frame (a finding's signature is the same either way), so a choice that does not
+    compile is dropped as before. A speed-up for the suite's workers (a campaign that keeps drawing or shrinking a
     case whose C++ does not compile), never applied by the naive baseline; False (nothing
     changed) where this torch lacks the hook."""
     from torch._inductor import exc
@@ -72,7 +73,10 @@ def remember_compile_failures() -> bool:
         def run_compile_cmd(cmd_line: str, cwd: str) -> None:
             stored = _failure_record(cmd_line, cwd, Path(cache_dir()))
             if stored is not None and stored.is_file():
-                raise exc.CppCompileError(shlex.split(cmd_line), stored.read_text(encoding="utf-8"))
+                try:  # inductor's own runner on a command that prints the stored output and fails
+                    original(shlex.join(["sh", "-c", 'cat "$1"; exit 1', "sh", str(stored)]), cwd)
+                except exc.CppCompileError as replayed:  # the same chain, type and frame, with our command
+                    raise exc.CppCompileError(shlex.split(cmd_line), replayed.output) from replayed.__cause__
             try:
                 original(cmd_line, cwd)
             except exc.CppCompileError as error:

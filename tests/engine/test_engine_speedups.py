@@ -200,7 +200,7 @@ def test_a_choice_that_failed_to_compile_fails_again_without_the_compiler_and_th
 
 def remembered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str) -> tuple[list[str], list[str]]:
     """Compile one source file twice through the memory with a compiler that fails with `output`;
-    the runs that reached the compiler and the errors raised."""
+    the runs of its runner (the compiler, or a replay: `compiles`) and the errors raised."""
     from torch._inductor import cpp_builder, exc
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
@@ -216,16 +216,42 @@ def remembered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str) -> 
     return runs, errors
 
 
+def compiles(runs: list[str]) -> list[str]:
+    """The runs that reached the compiler (a remembered failure's replay runs `sh`)."""
+    return [r for r in runs if not r.startswith("sh -c")]
+
+
+def test_a_remembered_failure_has_the_real_ones_cause_frame_and_signature(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    """The real compiler's failure and its replay describe the same (CalledProcessError in
+    cpp_builder's _run_compile_cmd): a campaign worker's finding and its fresh repro agree."""
+    from torch._inductor import cpp_builder, exc
+
+    from fuzz.probe.failures import describe_failure
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    (tmp_path / "kernel.cpp").write_text("int f() { return undeclared_name; }\n")
+    runs = compiler_runs(monkeypatch)
+    failures = []
+    for _ in range(2):
+        with pytest.raises(exc.CppCompileError) as raised:
+            cpp_builder._run_compile_cmd("g++ kernel.cpp -O3 -shared -fPIC -o kernel.so", str(tmp_path))
+        failures.append(describe_failure(raised.value))
+    assert [r.split()[0] for r in runs] == ["g++", "sh"]
+    assert failures[0] == failures[1] and (failures[0].type, failures[0].frame) == \
+        ("CalledProcessError", "cpp_builder.py:_run_compile_cmd") and "undeclared_name" in failures[1].message
+
+
 def test_a_source_error_is_remembered_with_its_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     runs, errors = remembered(monkeypatch, tmp_path, "kernel.cpp:1:18: error: 'undeclared_name' was not declared")
-    assert len(runs) == 1 and errors[0] == errors[1] and "undeclared_name" in errors[1]
+    assert len(compiles(runs)) == 1 and errors[0] == errors[1] and "undeclared_name" in errors[1]
     (tmp_path / "kernel.cpp").write_text("int f() { return 0; }\n")  # another source: compiled again
     from torch._inductor import cpp_builder, exc
 
     with pytest.raises(exc.CppCompileError):
         cpp_builder._run_compile_cmd(f"g++ {tmp_path / 'kernel.cpp'} -O3 -shared -o {tmp_path / 'kernel.so'}",
                                      str(tmp_path))
-    assert len(runs) == 2
+    assert len(compiles(runs)) == 2
 
 
 @pytest.mark.parametrize("output", [
@@ -235,7 +261,7 @@ def test_a_source_error_is_remembered_with_its_message(monkeypatch: pytest.Monke
 ])
 def test_a_killed_or_crashed_compiler_runs_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str) -> None:
     runs, errors = remembered(monkeypatch, tmp_path, output)
-    assert len(runs) == 2 and errors[0] == errors[1]
+    assert runs == compiles(runs) and len(runs) == 2 and errors[0] == errors[1]
 
 
 def linked_through_gold(monkeypatch: pytest.MonkeyPatch, compiler: object = None) -> list[str]:
