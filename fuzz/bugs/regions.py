@@ -216,8 +216,9 @@ def half_product_twice(case: Case) -> bool:
                     for a, b, *_ in calls(case)))
 
 
-def without_cat_mm(case: Case) -> Case:
-    return replace(case, consumers=tuple(c for c in case.consumers if c not in ("cat_mm_rows", "cat_mm_cols")))
+def without_steps(case: Case, *steps: str) -> Case:
+    """The case without the named steps after the op."""
+    return replace(case, consumers=tuple(c for c in case.consumers if c not in steps))
 
 
 def half_row_sums_twice(case: Case) -> bool:
@@ -240,8 +241,8 @@ def without_repeated_reduction(case: Case) -> Case:
     """Untrigger of half_reductions_twice: without the cat_mm steps that repeat the product, else
     without the add_bias_row step whose gradient repeats the bias's row sum."""
     if half_product_twice(case):
-        return without_cat_mm(case)
-    return replace(case, consumers=tuple(c for c in case.consumers if c != "add_bias_row"))
+        return without_steps(case, "cat_mm_rows", "cat_mm_cols")
+    return without_steps(case, "add_bias_row")
 
 
 def weight_at_offset_zero(case: Case) -> Case:

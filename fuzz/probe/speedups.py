@@ -59,9 +59,9 @@ def remember_compile_failures() -> bool:
     diagnostic in the source are kept (a killed or crashed compiler runs again). The same
     `CppCompileError`, command and output are raised, from the same `CalledProcessError` in the
     same inductor frame (a finding's signature is the same either way), so a choice that does not
-    compile is dropped as before. A speed-up for the suite's workers (a campaign that keeps drawing or shrinking a
-    case whose C++ does not compile), never applied by the naive baseline; False (nothing
-    changed) where this torch lacks the hook."""
+    compile is dropped as before. A speed-up for the suite's workers (a campaign that keeps drawing
+    or shrinking a case whose C++ does not compile), never applied by the naive baseline; False
+    (nothing changed) where this torch lacks the hook."""
     from torch._inductor import exc
 
     try:
