@@ -1,9 +1,11 @@
 """pytest setup: Hypothesis profiles and a pinned pool of drawn literals, one inductor/Triton cache
-and one GPU per xdist worker, `--repro-dir`, the reject-rate check of property tests, and the `fuzz_session` fixture."""
+and one GPU per xdist worker, a bounded teardown, `--repro-dir`, the reject-rate check of property
+tests, and the `fuzz_session` fixture."""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 import pytest
@@ -33,6 +35,17 @@ def pytest_configure(config: pytest.Config) -> None:
     share_the_cores(worker)
     if not config.getoption("--hypothesis-profile", default=None):
         settings.load_profile(default_profile(len(gpus)))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """An xdist worker shuts inductor's compile pools down itself, killing one that hangs (see
+    fuzz.probe.inductor.stop_compile_pools), and says which: its teardown must end."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    if worker.startswith("gw"):
+        from fuzz.probe.inductor import stop_compile_pools
+
+        for line in stop_compile_pools():
+            print(f"{worker}: killed an inductor compile pool that did not shut down: {line}", file=sys.__stderr__)
 
 
 @pytest.hookimpl(trylast=True)  # after Hypothesis's plugin has ended its initialization

@@ -1,13 +1,19 @@
 """The handful of inductor and dynamo entry points the rest of the suite needs, so that no module
 outside `fuzz.probe` touches `torch._inductor` or `torch._dynamo` itself: the installed config's
 keys (a Case's config patch is validated against them), a config patch, freezing's pattern passes
-set up as by default, a fresh dynamo state and dynamic-dim marks."""
+set up as by default, a fresh dynamo state, dynamic-dim marks and stopping the compile pools."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import signal
+import sys
+import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 
@@ -52,3 +58,38 @@ def maybe_mark_dynamic(tensor: Any, dim: int) -> None:
     import torch._dynamo
 
     torch._dynamo.maybe_mark_dynamic(tensor, dim)
+
+
+def stop_compile_pools(wait_s: float = 10.0) -> list[str]:
+    """Shut down this process's inductor compile-worker pools as inductor does at exit, but kill a
+    pool whose processes have not ended within `wait_s` (inductor waits 300 s for each: an xdist
+    teardown on torch 2.11 sat there until its time limit). One line per pool that was killed."""
+    async_compile = sys.modules.get("torch._inductor.async_compile")
+    killed = []
+    for pool in list(getattr(async_compile, "_pool_set", ())):
+        shutdown = threading.Thread(target=pool.shutdown, daemon=True)
+        shutdown.start()
+        shutdown.join(wait_s)
+        process = getattr(pool, "process", None)  # a SubprocPool's sidecar, parent of the compile workers
+        if shutdown.is_alive() and process is not None:
+            workers = _children(process.pid)
+            killed.append(f"{type(pool).__name__} pid {_state(process.pid)}, workers "
+                          f"{', '.join(_state(pid) for pid in workers) or 'none'}")
+            for pid in [*workers, process.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            shutdown.join(wait_s)
+    return killed
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (Linux's /proc; none elsewhere)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.is_file() else []
+
+
+def _state(pid: int) -> str:
+    """`pid` and its scheduler state letter (R running, S sleeping, D in I/O, Z zombie, T stopped)."""
+    with contextlib.suppress(OSError, IndexError):
+        return f"{pid} ({Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]})"
+    return str(pid)
