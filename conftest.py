@@ -14,6 +14,7 @@ from hypothesis import settings
 from fuzz.engine.machine import core_window, visible_gpu_ids
 from fuzz.engine.stream import pin_local_constants
 from fuzz.tools.profiles import default_profile, register_profiles
+from tests.scheduling import xdist_order
 
 register_profiles()
 
@@ -74,10 +75,12 @@ SLOW_FIRST = ("campaign", "slow")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest tests first (xdist hands tests out in this order); tests marked `gpu` need a CUDA
-    GPU: skipped without one (`pytest -m gpu` selects them)."""
-    items.sort(key=lambda item: next((i for i, m in enumerate(SLOW_FIRST) if item.get_closest_marker(m)),
-                                     len(SLOW_FIRST)))
+    """The longest tests first, one per xdist worker (tests.scheduling.xdist_order); tests marked
+    `gpu` need a CUDA GPU: skipped without one (`pytest -m gpu` selects them)."""
+    ranks = [next((i for i, m in enumerate(SLOW_FIRST) if item.get_closest_marker(m)), len(SLOW_FIRST))
+             for item in items]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = [items[i] for i in xdist_order(ranks, len(SLOW_FIRST), workers)]
     if visible_gpu_ids():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
