@@ -101,6 +101,7 @@ def header_hook_on_fresh_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert speedups.precompile_benchmark_headers()
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_cpp_benchmark_modules_compile_with_the_precompiled_header(monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
     from torch._inductor import codecache
@@ -184,6 +185,7 @@ print(json.dumps({"verdict": sorted([v.signature, re.sub(r"_\\d+ ", " ", v.messa
 """
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_a_choice_that_failed_to_compile_fails_again_without_the_compiler_and_the_same_verdict(tmp_path: Path) -> None:
     """Two fresh workers on one code cache meet the same broken CPP choice: the first runs the
     compiler on it, the second gets the same failure without the compiler, and the same verdict
@@ -353,6 +355,7 @@ def test_a_source_error_under_gold_is_inductors_own_and_compiled_once(monkeypatc
     assert "undeclared_name" in raised.value.output
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_compiles_skip_the_guard_latency_sample_and_guards_still_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     from torch._dynamo import guards
 
@@ -421,6 +424,7 @@ print(sum(".main.cpp" in cmd for cmd in built))  # kernel modules (not the ISA c
 """
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_a_kernel_one_worker_compiled_is_loaded_by_the_next(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Workers of one machine share its code cache: they get the same cache directories, and a fresh
     process with them loads a kernel that another process compiled instead of building it again

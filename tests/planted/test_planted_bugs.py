@@ -38,6 +38,7 @@ def signatures(case: Case) -> set[str]:
 
 # --- layout soundness and spec -------------------------------------------------------------
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_gate_that_ignores_cpp_backend_is_unsound(plant: Planter) -> None:
     case = make_case("bmm", backends="ATEN,CPP", frozen=True)  # frozen weight: CPP template choices
     assert signatures(case) == set()

@@ -152,6 +152,7 @@ def frozen_mm(backends: str) -> Case:
                      frozen_weights=True, config={"max_autotune": True, "max_autotune_gemm_backends": backends})
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 @pytest.mark.parametrize(("backends", "expected"), [("ATEN,CPP", {"missing:packed_linear:CPP"}),
                                                     ("CPP", {"missing:packed_linear:CPP"})])
 def test_a_cpp_template_that_silently_vanishes_is_reported(monkeypatch: pytest.MonkeyPatch, backends: str,

@@ -39,6 +39,7 @@ def test_the_knobs_planted_here_are_drawn() -> None:
     assert find(device_knobs("cuda", frozen=False)["force_shape_pad"], lambda _: True) is True
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_a_decomposed_mm_that_drops_a_k_term_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """`decompose_mm_pass` rewrites an mm with one row (on the CPU) into a product summed over K:
     a rewrite that sums one term short is a wrong value, reached only with the knob drawn."""

@@ -60,6 +60,7 @@ def test_an_extern_bmm_wrong_for_one_batch_is_reached_by_an_mm_spelled_as_einsum
     assert "exact-mismatch:mm:float32" in found, found
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_a_wrong_silu_decomposition_is_caught_after_a_frozen_linear(monkeypatch: pytest.MonkeyPatch) -> None:
     """The activation a model puts after its projection, on the CPU's frozen CPP GEMM path (the
     template fuses such epilogues): a silu decomposed with the wrong sign is a wrong value."""
@@ -140,6 +141,7 @@ def test_a_computed_operand_passed_with_the_wrong_strides_is_caught_by_a_case_wi
     assert any(plant_named("view-passed-row-major").caused("numerics", s) for s in found), found
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_an_upcast_read_as_the_wrong_narrow_type_is_caught_by_a_case_with_an_upcast_prologue(
         monkeypatch: pytest.MonkeyPatch, plant: Callable[[str], Plant]) -> None:
     """Models with bfloat16 activations cast up to float32 before a float32 head (`x.float() @ w`);

@@ -100,6 +100,7 @@ def test_a_frozen_uint8_linear_of_a_dynamic_batch_is_the_mkl_packing_entry() -> 
     assert "primitive descriptor" in verdict.known[0][0].message
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 @affected_by("cpp-gemm-int8-product-compensation-crash")
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_an_int8_bmm_with_cpp_choices_is_the_compensation_entry(dtype: str) -> None:
@@ -165,6 +166,7 @@ def test_a_baddbmm_spelled_with_the_operator_is_a_bmm_of_the_vector_sum_region()
     assert bug.applies(operator) and not bug.applies(dataclasses.replace(operator, spelling="call"))
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 @affected_by("cpu-bmm-vector-sum-promotes-integers")
 def test_a_batched_programs_second_product_of_one_column_is_the_vector_sum_entry() -> None:
     """A 5-minute CPU campaign's 'new' finding, shrunk: a baddbmm (whose own lowering keeps int32)

@@ -78,6 +78,7 @@ def test_the_offset_bug_explains_any_single_choice_compile_beside_a_cpp_selectio
                                   inside, version)
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 @affected
 def test_a_bias_offset_is_outside_the_weight_offset_region_and_computes_correctly() -> None:
     case = offset_weight_case("CPP,ATEN", bias_offset=3, weight_offset=0)
@@ -248,6 +249,7 @@ def test_a_half_product_repeated_along_one_column_is_the_repeated_product_bug() 
     assert not verdict.violations and [b.name for _, b in verdict.known] == [bug.name]
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 @pytest.mark.skipif(not torch.__version__.startswith(("2.11", "2.13")), reason="seen on torch 2.11 and 2.13")
 def test_the_repeated_row_product_bug_still_reproduces_and_is_explained() -> None:
     verdict = FuzzSession().evaluate(repeated_row_product_case())
@@ -622,6 +624,7 @@ def test_the_decompose_mm_pass_bug_still_reproduces_and_is_explained() -> None:
     assert FuzzSession().evaluate(decomposed_addmm_case(alpha=1.0)).violations == []
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 def test_an_einsum_mm_with_no_rows_is_the_cpp_bmm_empty_dim_bug() -> None:
     """torch.einsum('mk,kn->mn') is a bmm to inductor: the seed-3 CPU noise campaign's CPP crash on an
     einsum mm with M == 0 is the registered bmm one (the call spelling of the same mm is not)."""

@@ -66,6 +66,7 @@ def test_vendored_modules_need_only_torch_and_the_standard_library() -> None:
         assert not outside, (name, outside)
 
 
+@pytest.mark.slow  # a minute or more on one core of an xdist worker (H200 run)
 @affected
 def test_repro_of_a_real_bug_fails_standalone_and_the_fixed_case_passes(tmp_path: Path) -> None:
     buggy = write_repro(offset_weight_case("CPP"), [CPP_OFFSET], tmp_path)  # CPP alone: no autotuning race
