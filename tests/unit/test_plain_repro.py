@@ -107,12 +107,30 @@ def _warm_cache_lines(script: str) -> int:
     frozen case's on the second model's inputs): the page holds the rest."""
     lines = script.splitlines()
     fills = [i for i, ln in enumerate(lines) if "# fills inductor's FX graph cache" in ln]
+    while fills and ("mark_dynamic(args" in lines[fills[0] - 1] or "args = make_inputs()" in lines[fills[0] - 1]):
+        fills[0] -= 1  # the filling call's arguments, marked dynamic
     loads = [i for i, ln in enumerate(lines) if "# this one loads the graph from that cache" in ln]
     block = loads[0] - fills[0] + 1 if fills and loads else 0
     if "def make_other_inputs():" in lines:
         start = lines.index("def make_other_inputs():")
         block += lines.index("", start) - start + 1
     return block
+
+
+def test_a_warm_cache_repro_fills_the_cache_with_the_graph_it_loads() -> None:
+    """Both compiles mark the same dims dynamic: a static first graph has another cache key, and the
+    second compile, marked dynamic, missed it (a 10-minute campaign's plain repro 'did NOT fail')."""
+    case = Case.from_json({
+        "config": {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"}, "device": "cpu", "op": "mm",
+        "frozen_weights": True, "warm_cache": True, "mark_dynamic": [[0, 0]], "inputs": [
+            {"dtype": "float16", "shape": [56, 24], "stride": [24, 1], "offset": 0},
+            {"dtype": "float16", "shape": [24, 41], "stride": [41, 1], "offset": 0}]})
+    lines = render(case, BOUND, Form.make("max-autotune", {}, True)).splitlines()
+    fill = next(i for i, ln in enumerate(lines) if "# fills inductor's FX graph cache" in ln)
+    load = next(i for i, ln in enumerate(lines) if "# this one loads the graph from that cache" in ln)
+    marks = [ln.strip() for ln in lines if "mark_dynamic" in ln]
+    assert marks == ["torch._dynamo.mark_dynamic(args, 0)"] * 2
+    assert "mark_dynamic" in lines[fill - 1] and "mark_dynamic" in lines[load + 2]
 
 
 def _training_lines(script: str) -> int:
