@@ -102,6 +102,24 @@ def test_a_bug_that_hides_in_the_first_run_is_still_reported(tmp_path: Path) -> 
     assert result.exit_code == 1 and "exact-mismatch:addmm:float32" in result.verdict, result
 
 
+def test_a_warm_cache_repro_whose_cache_never_served_cannot_say_fixed(tmp_path: Path) -> None:
+    """A case whose bug lives in the program loaded from the FX graph cache shows nothing where that
+    compile ran fresh: when no run loaded from the cache the script cannot check, and a run that
+    did (none of them showing the bug) is a fix."""
+    case = Case.make(op="mm", device="cpu", frozen_weights=True, warm_cache=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((8, 32), (32, 1), 0, "float16"), TensorSpec((32, 24), (24, 1), 0, "float16")))
+    bug = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float16", "message": "m"}
+    path = Path(write_repro(case, [bug], tmp_path))
+    fresh = path.with_name("fresh.py")
+    fresh.write_text(path.read_text())
+    plant(fresh, "verdict.observation.warm_cache_hit = False  # planted: the second compile missed the cache")
+    missed = run_repro(fresh)
+    assert missed.exit_code == 2 and missed.verdict.startswith("CANNOT CHECK") and "FX graph cache" in missed.verdict
+    loaded = run_repro(path)  # ATen alone is right when loaded from the cache
+    assert loaded.exit_code == 0 and loaded.verdict.startswith("FIXED"), loaded
+
+
 def test_process_death_repro_reports_how_the_child_ends(tmp_path: Path) -> None:
     death = {"oracle": "process", "severity": "crash", "signature": "killed:SIGSEGV:mm", "message": "died"}
     path = Path(write_repro(small_case(), [death], tmp_path))
