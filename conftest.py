@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker.startswith("gw") and len(gpus) > 1:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(worker[2:]) % len(gpus)]
     share_the_cores(worker)
-    if getattr(config.option, "maxschedchunk", "") is None:  # xdist's, not given: one slow test per chunk
+    if getattr(config.option, "maxschedchunk", "") is None:  # xdist's, not given: small chunks
         config.option.maxschedchunk = XDIST_CHUNK
     if not config.getoption("--hypothesis-profile", default=None):
         settings.load_profile(default_profile(len(gpus)))

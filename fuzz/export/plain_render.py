@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -312,11 +312,11 @@ def _in_module(case: Case, form: Form) -> bool:
     return form.frozen or case.weight_form != "plain"
 
 
-def _marked_args(maker: str, case: Case, module: bool, cast: str) -> tuple[list[str], str]:
-    """The lines that build a first call's arguments from `maker` with the case's dims marked dynamic
-    (x0's only where the weights live in a Model), and the expression to pass."""
+def _marked_args(maker: str, marks: Sequence[tuple[int, int]], module: bool, cast: str) -> tuple[list[str], str]:
+    """The lines that build a call's arguments from `maker` with the (input, dim) `marks` marked
+    dynamic (x0's only where the weights live in a Model), and the expression to pass."""
     args = f"{maker}()[0]{cast}" if module else f"{maker}()"
-    marks = [(i, d) for i, d in case.mark_dynamic if not module or i == 0]
+    marks = [(i, d) for i, d in marks if not module or i == 0]
     if not marks:
         return [], args
     return [f"args = {args}", *(f"torch._dynamo.mark_dynamic(args{'' if module else f'[{i}]'}, {d})"
@@ -340,7 +340,7 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
     cast = f".to(torch.{CAST_FROM})" if case.weight_form == "cast" else ""  # the Model casts it back
     body, makers = [], ("make_inputs", "make_second_inputs")
     if case.warm_cache and not form.eager:  # the checked program: the one loaded from the cache (frozen: other weights)
-        fill, args = _marked_args("make_inputs", case, module, cast)  # marked alike: the same graph, the same key
+        fill, args = _marked_args("make_inputs", case.mark_dynamic, module, cast)  # as checked: one graph, one key
         fill.append(f"compiled({args if module else f'*{args}'})  # fills inductor's FX graph cache (on by default)")
         body += [*fill, "torch._dynamo.reset()"]
         if case.weight_form != "plain":
@@ -351,8 +351,7 @@ def _compile_and_call(case: Case, form: Form, kind: str, second_lines: list[str]
         body += [f"compiled = torch.compile({target}{options})  # this one loads the graph from that cache"]
         makers = ("make_other_inputs", "make_other_second_inputs") if module else makers
     for maker, first in ((makers[0], True), (makers[1], False))[: 2 if case.second_call else 1]:
-        marking, args = _marked_args(maker, case, module, cast) if first else \
-            ([], f"{maker}()[0]{cast}" if module else f"{maker}()")
+        marking, args = _marked_args(maker, case.mark_dynamic if first else (), module, cast)
         body += marking
         call = f"compiled({args})" if module else f"compiled(*{args})"
         if case.backward:  # every input is an argument (nothing frozen)
