@@ -30,7 +30,7 @@ from fuzz.run.values import (
     tiny_scale,
 )
 from strategies.case import Case, TensorSpec, contiguous_strides
-from strategies.vocabulary import CAST_FROM, FUSED_THIRD, INT8_FORMS, INTEGER_DTYPES
+from strategies.vocabulary import CAST_FROM, FUSED_THIRD, INT8_FORMS, INTEGER_DTYPES, UPCASTS
 
 
 def _values(case: Case, spec: TensorSpec, index: int, size: tuple[int, ...]) -> str:
@@ -179,7 +179,8 @@ def _make_inputs(name: str, statements: list[str], n: int) -> list[str]:
 
 
 REFERENCE_OPS = ("int_mm", "scaled_mm", "mm_out_dtype")
-"""Ops whose program cannot run on float64 inputs: the script gets a separate `reference`."""
+"""Ops whose program cannot run on float64 inputs: the script gets a separate `reference` (as does
+a program that upcasts x0 to float32)."""
 
 
 def _versions_line(case: Case) -> str:
@@ -193,7 +194,7 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     """The plain script for `case` in `form`. `status` (e.g. "Fails on torch 2.13.0+cpu") goes
     into its docstring."""
     kind = check_kind(violation)
-    ref = "reference" if case.op in REFERENCE_OPS else "program"
+    ref = "reference" if case.op in REFERENCE_OPS or set(case.prologue) & set(UPCASTS) else "program"
     ending = "raises while the bug is present" if kind == RAISES else "an assertion fails while the bug is present"
     lines = ['"""' + f"{violation['oracle']} / {violation['signature']} (found by mm-autotune-fuzz)",
              violation["message"][:300],
@@ -207,7 +208,7 @@ def render(case: Case, violation: Mapping[str, str], form: Form, status: str = "
     if kind in VALUE_CHECKS and ref == "reference":
         lines += ["", *programs.source(case, reference=True).splitlines(), ""]
     own = any(v < 0 for v in case.params_dict.values()) or any(CONSUMERS[c].own_magnitude for c in case.consumers) \
-        or bool(case.prologue)
+        or "neg" in case.prologue  # the prologue's other steps keep |x0|
     if kind in (BOUND, NONFINITE) and own:  # else the reference on |inputs| is the magnitude
         lines += ["", *programs.source(case, magnitude=True).splitlines(), ""]
     if case.backward:

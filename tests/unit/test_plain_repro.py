@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from fuzz.bugs.known_bugs import KNOWN_BUGS
 from fuzz.export.plain_form import Form, PlainReproError, check_kind
@@ -75,14 +75,23 @@ def test_inputs_are_the_fuzzers_values_and_layouts(case: Case) -> None:
                 assert all(torch.equal(_storage_bytes(g), _storage_bytes(w)) for g, w in zip(got, want, strict=True))
 
 
-PAGE = 66
-"""A printed page (11 inches at 6 lines an inch): a repro a developer reads without scrolling back."""
+PAGE = 66 + 6
+"""A printed page (11 inches at 6 lines an inch): a repro a developer reads without scrolling back;
+and a float64 `reference` where the program cannot run on float64 (an upcast prologue's x0.float())."""
 BOUND = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float32", "message": "m"}
 NONFINITE = {"oracle": "numerics", "severity": "wrong result", "signature": "nonfinite:mm:float32", "message": "m"}
 
 
+UPCAST = Case.from_json({  # its float64 check once ran x0.float() on float64 weights (a dtype error)
+    "config": {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"}, "device": "cpu", "op": "mm",
+    "prologue": ["upcast_float16", "neg"], "consumers": ["tanh"], "seed": 1, "inputs": [
+        {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "offset": 0},
+        {"dtype": "float32", "shape": [16, 4], "stride": [4, 1], "offset": 0}]})
+
+
 @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cases(device="cpu"))
+@example(UPCAST)
 def test_the_value_checks_accept_eagers_own_result_and_fit_a_page(case: Case) -> None:
     """A check that failed eager too would call any compiled result wrong (negative alpha once did)."""
     for violation in (BOUND, NONFINITE, EXACT, CRASH):
