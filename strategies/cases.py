@@ -53,7 +53,7 @@ DEVICE_OPS = {
 OUTPUT_STEPS = ("return_twice", "mutate_input")
 CAT_MM_STEPS = ("cat_mm_rows", "cat_mm_cols")
 LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS + ("add_bias_row", "projections"))
-ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh")
+ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh", "softmax")
 """Steps with no one right answer at inf (gelu(-inf), silu(-inf) = -inf * 0) and none for integer
 or fp8 results here."""
 

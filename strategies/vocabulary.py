@@ -19,7 +19,7 @@ FLOAT_PRODUCT_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_plus_mm")
 """Ops whose first two inputs are the operands of `x0 @ x1` (what the cat_mm steps multiply again):
 float, or on the CPU integer (INTEGER_DTYPES)."""
 PARAM_KEYS = {op: (("alpha", "beta") if op in ("addmm", "baddbmm") else ()) for op in OPS}
-CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "add_bias_row", "add", "to_float32",
+CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "softmax", "add_bias_row", "add", "to_float32",
              "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
              "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input", "projections")
 """Steps applied to the op's result (fuzz.run.steps defines each)."""
@@ -84,7 +84,7 @@ in the backward's own products)."""
 INTEGER_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 """Integer dtypes of a float product's operands (a CPU case: eager runs integer mm/bmm there only):
 index arithmetic, counts, one-hot and adjacency matrices, integer weights a model freezes."""
-INTEGER_STEPS = tuple(c for c in CONSUMERS if c not in ("gelu", "silu", "sigmoid", "tanh", "chain_mm"))
+INTEGER_STEPS = tuple(c for c in CONSUMERS if c not in ("gelu", "silu", "sigmoid", "tanh", "softmax", "chain_mm"))
 """Steps an integer product may take: no activation (eager's sigmoid/tanh of an integer tensor is a
 float one, its gelu/silu raise), no y @ y.T (its magnitude squares the result's). A uint8 product
 also takes no projections (their biases are negated) and no negating prologue."""

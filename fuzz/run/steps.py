@@ -9,7 +9,15 @@ from collections.abc import Callable
 import torch
 
 from fuzz.run.tracking import Reference, Tracked, grain, overflowed, partial_sums_overflow, within
-from oracles.error_model import KernelModel, accumulation, prefixes, representable, rounding, row_prefixes
+from oracles.error_model import (
+    KernelModel,
+    accumulation,
+    prefixes,
+    representable,
+    rounding,
+    row_prefixes,
+    unit_roundoff,
+)
 from strategies.vocabulary import UPCASTS
 
 GELU_LIPSCHITZ = 1.13  # max |d gelu / dx|
@@ -114,6 +122,30 @@ def _relu(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
                    before.dtype, before.exact)
 
 
+def _softmax(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
+    """softmax over the last dim. An error of at most B in each input of a row moves its
+    log-sum-exp by at most B, so each result s by at most s * (exp(2B) - 1). A correct kernel's own
+    error, in float32: per element of the row its exp and, in an online softmax, the running sum's
+    rescaling (another exp and a product) and the add; then the element's exp and the division; and
+    y - max rounded moves s by at most 1.44u * s|y - max| <= 1.44u / e (GPU exp2 of y * log2(e)),
+    a flushed subnormal by float32's smallest normal. The result is rounded once more."""
+    before = overflowed(before)
+    n, s = before.value.shape[-1], after.value
+    worst = before.bound.amax(dim=-1, keepdim=True) if n else before.bound
+    moved = torch.where(torch.isfinite(worst), s.abs() * torch.expm1(2 * worst), torch.inf)
+    u32, f32 = unit_roundoff(torch.float32), torch.finfo(torch.float32)
+    own = ((2 * LIBM_ROUNDINGS + 2) * n + LIBM_ROUNDINGS + 2) * rounding(s, torch.float32) + 2 * u32 \
+        + f32.smallest_normal
+    bound = moved + own + rounding(s, before.dtype)
+    return Tracked(s, bound, s.abs() + bound, before.dtype, False)
+
+
+SOFTMAX_MAGNITUDE = "y = (2 * y.logsumexp(dim=-1, keepdim=True) + y.shape[-1] + 2).expand_as(y)"
+"""softmax's magnitude code (on |inputs|): the result is at most 1, and moves by about 2s times the
+row's largest error, which the row's log-sum-exp of magnitudes (>= their max) bounds; the row's
+length covers the kernel's own roundings."""
+
+
 def _to_float32(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
     return dataclasses.replace(before, dtype=torch.float32)
 
@@ -132,6 +164,7 @@ CONSUMERS: dict[str, Consumer] = {
     "silu": Consumer("y = torch.nn.functional.silu(y)", _lipschitz(SILU_LIPSCHITZ), magnitude=_scaled(SILU_LIPSCHITZ)),
     "sigmoid": Consumer("y = torch.sigmoid(y)", _lipschitz(0.25), magnitude="y = 0.25 * y + 1"),
     "tanh": Consumer("y = torch.tanh(y)", _lipschitz(1.0), magnitude="y = y + 1"),
+    "softmax": Consumer("y = torch.softmax(y, dim=-1)", _softmax, magnitude=SOFTMAX_MAGNITUDE),
     "add_bias_row": Consumer(f"y = y + {BIAS_ROW}", _add_row),
     "add": Consumer("y = y + y"),  # doubling is exact
     "to_float32": Consumer("y = y.float()", _to_float32),

@@ -74,6 +74,23 @@ def test_a_wrong_silu_decomposition_is_caught_after_a_frozen_linear(monkeypatch:
     assert any(s.startswith("tolerance:mm:float32") for s in found), found
 
 
+def test_a_softmax_that_does_not_subtract_the_row_max_is_caught_after_an_mm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attention scores go through a softmax: one decomposed without subtracting its row's max
+    overflows exp on rows eager computes (NaN or inf where the float64 reference is finite)."""
+    softmax = torch.ops.aten._softmax.default
+
+    def unshifted(x: torch.Tensor, dim: int, half_to_float: bool) -> torch.Tensor:
+        e = torch.exp(x)
+        return e / e.sum(dim, keepdim=True)
+
+    def plant() -> None:
+        monkeypatch.setitem(select_decomp_table(), softmax, unshifted)
+
+    scores = dataclasses.replace(mm(consumers=("softmax",)), seed=18)  # a row max of 111: exp(111) overflows float32
+    found = caught_only_by(monkeypatch, plant, mm(), scores)
+    assert "nonfinite:mm:float32" in found, found
+
+
 def test_a_graph_loaded_wrong_from_the_fx_graph_cache_is_caught_on_a_warm_cache_case(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The user's default pipeline caches compiled graphs (the suite turns the cache off to observe
