@@ -19,6 +19,7 @@ from strategies.vocabulary import (
     BACKWARD_STEPS,
     BACKWARD_VALUE_MODES,
     CAST_DTYPES,
+    CAT_MM_STEPS,
     CONSUMERS,
     FLOAT_PRODUCT_OPS,
     FUSED_THIRD,
@@ -51,7 +52,6 @@ DEVICE_OPS = {
     "cuda": ("mm", "addmm", "bmm", "baddbmm", "matmul", "mm_out_dtype", "int_mm", "scaled_mm", "mm_plus_mm"),
 }
 OUTPUT_STEPS = ("return_twice", "mutate_input")
-CAT_MM_STEPS = ("cat_mm_rows", "cat_mm_cols")
 LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS + ("add_bias_row", "projections"))
 ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh", "softmax")
 """Steps with no one right answer at inf (gelu(-inf), silu(-inf) = -inf * 0) and none for integer

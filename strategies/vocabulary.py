@@ -4,8 +4,8 @@ may name (fuzz.run defines what each computes; strategies.case validates their c
 from __future__ import annotations
 
 __all__ = [
-    "BACKWARD_STEPS", "BACKWARD_VALUE_MODES", "CAST_DTYPES", "CAST_FROM", "CONSUMERS", "DEVICES", "DTYPES",
-    "FLOAT_PRODUCT_OPS", "FUSED_THIRD", "INPUT_COUNT", "INT8_FORMS", "INTEGER_BITS", "INTEGER_DTYPES",
+    "BACKWARD_STEPS", "BACKWARD_VALUE_MODES", "CAST_DTYPES", "CAST_FROM", "CAT_MM_STEPS", "CONSUMERS", "DEVICES",
+    "DTYPES", "FLOAT_PRODUCT_OPS", "FUSED_THIRD", "INPUT_COUNT", "INT8_FORMS", "INTEGER_BITS", "INTEGER_DTYPES",
     "INTEGER_HEADROOM_BITS", "INTEGER_STEPS", "INTEGER_VALUE_MODES", "OPS", "PARAM_KEYS", "PROJECTION_OPS",
     "PROLOGUE_OPS", "PROLOGUE_STEPS", "RESULT_MUTATING_STEPS", "SCALAR_SPELLINGS", "SPELLINGS", "UPCASTS",
     "VALUE_MODES", "WEIGHT_FORMS", "WEIGHT_READING_STEPS"
@@ -23,6 +23,8 @@ CONSUMERS = ("relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "softmax", "add
              "transpose_contiguous", "slice_step", "narrow", "cat_rows", "cat_cols", "cat_mm_rows", "cat_mm_cols",
              "sum_rows", "chain_mm", "view_row", "return_twice", "mutate_input", "projections")
 """Steps applied to the op's result (fuzz.run.steps defines each)."""
+CAT_MM_STEPS = ("cat_mm_rows", "cat_mm_cols")
+"""Steps that multiply the op's inputs again (half of x0's rows, or of x1's columns) beside the result."""
 UPCASTS = {"upcast_bfloat16": "bfloat16", "upcast_float16": "float16"}
 """Prologue steps that cast x0 up to float32 (`x0.float()`, exact): the caller holds x0 in this
 narrower dtype (`Case.held`), as a model with low-precision activations and a float32 head does;

@@ -13,7 +13,7 @@ from typing import Any
 from fuzz.bugs.entry import BATCHED_OPS, HALF
 from strategies.backends import config_backends, join_backends
 from strategies.case import Case, TensorSpec, contiguous_strides
-from strategies.vocabulary import INT8_FORMS, SCALAR_SPELLINGS
+from strategies.vocabulary import CAT_MM_STEPS, INT8_FORMS, SCALAR_SPELLINGS
 
 
 def backends(case: Case) -> list[str]:
@@ -302,15 +302,18 @@ def concat_linear_addmm(case: Case) -> bool:
 def frozen_integer_linear(case: Case) -> bool:
     """A frozen integer product freezing packs as a linear for MKL or oneDNN (`_is_packable_linear`):
     an mm, a matmul of a batch of sequences, mm_plus_mm's products, or an addmm spelled `a @ b + bias`
-    or `F.linear` (an mm before the add, for any bias) or with alpha == 1, beta 0 or 1 and a 1-D
-    bias. cpp.weight_prepack=False does not keep it out: the packing patterns are registered at a
-    process's first freezing compile (fuzz.probe.inductor.init_freezing_patterns)."""
+    or `F.linear` (an mm before the add, for any bias), with alpha == 1, beta 0 or 1 and a 1-D bias,
+    or with a cat_mm step (its `x0 @ x1[...]` is an mm of the frozen weight: a 5-minute CPU
+    campaign, seed 14, crashed in constant folding's packing of it). cpp.weight_prepack=False does
+    not keep it out: the packing patterns are registered at a process's first freezing compile
+    (fuzz.probe.inductor.init_freezing_patterns)."""
     if not (case.device == "cpu" and case.frozen_weights and case.integer_product()
             and case.op in ("mm", "addmm", "matmul", "mm_plus_mm")):
         return False
+    if case.op != "addmm" or case.spelling not in SCALAR_SPELLINGS or set(case.consumers) & set(CAT_MM_STEPS):
+        return True
     params = case.params_dict
-    return case.op != "addmm" or case.spelling not in SCALAR_SPELLINGS or (
-        params.get("alpha", 1.0) == 1.0 and params.get("beta", 1.0) in (0.0, 1.0) and len(case.inputs[2].shape) == 1)
+    return params.get("alpha", 1.0) == 1.0 and params.get("beta", 1.0) in (0.0, 1.0) and len(case.inputs[2].shape) == 1
 
 
 def int8_cpp_product(case: Case) -> bool:

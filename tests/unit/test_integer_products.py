@@ -77,6 +77,9 @@ def test_a_frozen_integer_linear_is_the_mkl_packing_entry_and_unfrozen_passes() 
     assert bug.applies(frozen) and not bug.applies(bug.untrigger(frozen))
     scaled = product("addmm", "int32", backends="ATEN", frozen_weights=True, params={"alpha": 2.0})
     assert not bug.applies(scaled)  # mkldnn's linear takes alpha == 1 only: not packed
+    second = dataclasses.replace(scaled, consumers=("cat_mm_cols",))  # but its x0 @ x1[..., :n] is
+    assert bug.applies(second)  # (a 5-minute campaign's 'new' crash, seed 14, in constant folding)
+    assert [b.name for _, b in FuzzSession().evaluate(second).known] == [bug.name]
     spelled = Case.make(op="addmm", device="cpu", value_mode="exact_int", seed=2, frozen_weights=True,
                         spelling="operator",
                         inputs=(spec((5, 7), "int32"), spec((7, 3), "int32"), spec((1, 3), "int32")),
