@@ -52,6 +52,13 @@ def woq_operand_not_contiguous(case: Case) -> bool:
     return (k > 1 and row != 1) or (n > 1 and col != k) or (k > 1 and column_major)
 
 
+def zero_d_params(case: Case) -> bool:
+    """The module holds a 0-d frozen parameter or buffer (a scalar bias, an int8 form's 0-d scale):
+    inductor inlines its value (ir.Constant), while the FX graph cache keys it by its metadata only
+    (codecache's reducer hashes the values of 1-D constants of <= 8 elements, not of 0-d ones)."""
+    return any(not t.shape for t in case.inputs[1:]) or (case.weight_form in INT8_FORMS and scale_shape(case) == ())
+
+
 def integer_parameter_discarded(case: Case) -> bool:
     """freezing_discard_parameters with an integer weight held as a Parameter (int_mm's int8 weights,
     an integer product's; the int8 weight forms hold buffers)."""
@@ -204,12 +211,13 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         oracles=("numerics",),
         signatures=(rf"{WRONG_VALUES}:({PRODUCT_OPS}|scaled_mm):\w+(@.+)?",),  # 0-d fp8 scales too
         messages=(re.escape(OTHER_WEIGHTS),),  # only the program loaded from the cache
-        applies=lambda c: c.frozen_weights and c.warm_cache and any(not t.shape for t in c.inputs[1:]),
+        applies=lambda c: c.frozen_weights and c.warm_cache and bool(zero_d_params(c)),
         untrigger=lambda c: replace(c, warm_cache=False),
         tracking="repros/fx_graph_cache_frozen_0d_param_plain.py (not yet filed upstream; found by a 10-minute "
                  "CPU campaign's warm-cache compile of a frozen baddbmm): with freezing and the FX graph cache on, "
                  "any compile mode and backend, a second model whose 0-d parameter (a scalar bias) differs loads "
-                 "the first one's graph, with the first model's scalar inlined (off by their difference)",
+                 "the first one's graph, with the first model's scalar inlined (off by their difference); a "
+                 "weight-only int8 linear's 0-d scale too (a 5-minute CPU campaign, seed 15)",
         torch_versions=("2.13",),
         devices=("cpu",),
     ),

@@ -744,6 +744,10 @@ def test_the_0d_parameter_cache_entry_needs_a_frozen_warm_case_with_a_scalar_wei
     assert bug.applies(scalar_bias) and not bug.applies(bug.untrigger(scalar_bias))
     row_bias = dataclasses.replace(scalar_bias, inputs=(*scalar_bias.inputs[:2], TensorSpec((5,), (1,), 0, "float32")))
     assert not bug.applies(row_bias) and not bug.applies(dataclasses.replace(scalar_bias, frozen_weights=False))
+    woq = Case.make(op="mm", device="cpu", frozen_weights=True, warm_cache=True, config={}, weight_form="int8_tensor",
+                    inputs=(TensorSpec((2, 5), (5, 1), 0, "float16"), TensorSpec((5, 24), (1, 5), 0, "int8")))
+    assert bug.applies(woq)  # its 0-d scale (a 5-minute campaign's 'new' finding, seed 15)
+    assert not bug.applies(dataclasses.replace(woq, weight_form="int8_single"))  # a (1,) scale's values are keyed
     found = Violation("numerics", "wrong result", "tolerance:addmm:float32",
                       "addmm call0/out0 (FX graph cache, other weights) float32: 3 of 20 element(s) exceed")
     assert bug.matches(found, scalar_bias, "2.13.0+cpu")
