@@ -172,23 +172,32 @@ def _nonfinite_wrong(values: torch.Tensor, c: OutputCheck) -> torch.Tensor:
     return nan_wrong | inf_wrong | overflow_wrong | finite_wrong
 
 
+def used_strides(meta: TensorMeta, shape: tuple[int, ...]) -> list[int]:
+    """The strides of the dims longer than 1 (a dim of size 1 may have any stride)."""
+    return [s for s, n in zip(meta.stride, shape, strict=True) if n > 1]
+
+
 def _layout_violations(op: str, where: str, what: str, shape: tuple[int, ...], eager: TensorMeta | None,
                        compiled: TensorMeta | None) -> list[Violation]:
-    """Exact strides (dims longer than 1) and offset for a fresh tensor; the stride order for a
-    view (all inductor promises, see graph.py); the same aliasing as eager."""
+    """Exact strides (dims longer than 1) and offset for a fresh tensor, and for a view of an input
+    (where the program's view of the caller's tensor sits); the stride order for another view (all
+    inductor promises, see graph.py); the same aliasing as eager."""
     if eager is None or compiled is None:
         return []
     out = []
     if 0 in shape:
         pass  # an empty tensor has no layout to get wrong
     elif eager.is_view:
-        if stride_order(compiled, shape) != stride_order(eager, shape):
+        inputs = sorted(a for a in set(eager.aliases) & set(compiled.aliases) if a.startswith("in"))
+        if inputs and (compiled.offset, used_strides(compiled, shape)) != (eager.offset, used_strides(eager, shape)):
+            out.append(Violation("numerics", WRONG_RESULT, f"output-view:{op}{where}",
+                                 f"{what}: a view of {inputs[0]} at offset {compiled.offset} strides "
+                                 f"{compiled.stride}, eager's at offset {eager.offset} strides {eager.stride}"))
+        elif stride_order(compiled, shape) != stride_order(eager, shape):
             out.append(Violation("numerics", WRONG_RESULT, f"output-stride-order:{op}{where}",
                                  f"{what}: a view output with strides {compiled.stride}, whose order differs from "
                                  f"eager's {eager.stride}"))
-    elif [s for s, n in zip(compiled.stride, shape, strict=True) if n > 1] \
-            != [s for s, n in zip(eager.stride, shape, strict=True) if n > 1] \
-            or compiled.offset != eager.offset:
+    elif used_strides(compiled, shape) != used_strides(eager, shape) or compiled.offset != eager.offset:
         out.append(Violation("numerics", WRONG_RESULT, f"output-strides:{op}{where}",
                              f"{what}: compiled strides {compiled.stride} offset {compiled.offset}, eager "
                              f"{eager.stride} offset {eager.offset}"))

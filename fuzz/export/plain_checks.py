@@ -3,7 +3,7 @@ for bit, within a bound, NaN/inf placement) or eager (shapes, dtypes, strides)."
 
 from __future__ import annotations
 
-from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, STRIDES
+from fuzz.export.plain_form import BOUND, EXACT, META, NONFINITE, STRIDES, VIEW
 from fuzz.run import gradients, programs
 from strategies.case import Case
 
@@ -39,6 +39,13 @@ CHECKS = {
               "        used = [i for i, n in enumerate(e.shape) if n > 1]",
               "        assert [g.stride(i) for i in used] == [e.stride(i) for i in used], f\"strides {{g.stride()}} vs "
               "eager's {{e.stride()}}\""],
+    VIEW: ["def check(got, args):  # against eager: an output that is a view of an input sits where eager's does",
+           "    for g, e in zip(got, {eager_call}):",
+           "        if any(e.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in args):",
+           "            used = [i for i, n in enumerate(e.shape) if n > 1]",
+           "            assert (g.storage_offset(), [g.stride(i) for i in used]) == (e.storage_offset(), "
+           "[e.stride(i) for i in used]), f\"offset {{g.storage_offset()}} strides {{g.stride()}} vs eager's "
+           "{{e.storage_offset()}} {{e.stride()}}\""],
     META: ["def check(got, args):  # against eager: shapes and dtypes",
            "    for g, e in zip(got, {eager_call}):",
            "        assert (g.shape, g.dtype) == (e.shape, e.dtype), f\"{{g.shape}} {{g.dtype}} vs eager's {{e.shape}} "

@@ -9,9 +9,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-RAISES, EXACT, BOUND, NONFINITE, STRIDES, META = "raises", "exact", "bound", "nonfinite", "strides", "meta"
+RAISES, EXACT, BOUND, NONFINITE = "raises", "exact", "bound", "nonfinite"
+STRIDES, META, VIEW = "strides", "meta", "view"
 NUMERICS_CHECKS = {"exact-mismatch": EXACT, "tolerance": BOUND, "nonfinite": NONFINITE, "output-strides": STRIDES,
-                   "output-meta": META}
+                   "output-meta": META, "output-view": VIEW}
 VALUE_CHECKS = (EXACT, BOUND, NONFINITE)
 """The checks against the float64 reference (the others compare with eager)."""
 

@@ -172,6 +172,14 @@ def test_numerics_checks_shape_dtype_strides_and_aliasing() -> None:
     alias = _numeric_obs(good, exact=True)
     alias.results[0].eager_meta = TensorMeta((2, 1), 0, False, ("out1",))  # eager returns the same tensor twice
     assert sigs(numerics.check(alias)) == {"output-aliasing:mm"}
+    of_input = _numeric_obs(good, exact=True)  # a view of the caller's out= buffer (in2), at its offset 1
+    of_input.results[0].eager_meta = TensorMeta((2, 1), 1, True, ("in2",))
+    of_input.results[0].compiled_meta = TensorMeta((2, 1), 1, True, ("in2",))
+    assert numerics.check(of_input) == []
+    of_input.results[0].compiled_meta = TensorMeta((2, 1), 0, True, ("in2",))  # where a view of the input sits
+    assert sigs(numerics.check(of_input)) == {"output-view:mm"}
+    of_input.results[0].compiled_meta = TensorMeta((4, 1), 1, True, ("in2",))
+    assert sigs(numerics.check(of_input)) == {"output-view:mm"}
 
 
 def test_single_choice_results_are_named_by_their_template() -> None:
