@@ -25,13 +25,16 @@ from fuzz.bugs.regions import (
     cpu_half_baddbmm,
     decomposed_addmm_with_scalars,
     dense_int_mm_operands,
+    dynamic_narrow_of_offset_out,
     in_float32,
     int_mm_short_leading_dim,
     nonzero_scalars,
     replace,
     scalar_to_vector_bias,
+    static,
     triton_small_m_half_addmm,
     unfused_zero_scalar_addmm,
+    view_moved,
     with_config,
     without_config,
     without_triton_block_k_128,
@@ -52,6 +55,20 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                  "tuning, an mm with out_dtype=float32 and one row (or column) comes back in the input dtype",
         torch_versions=("2.11",),
         devices=("cuda",),
+    ),
+    KnownBug(
+        name="dynamic-out-buffer-narrow-view-offset",
+        oracles=("numerics",),
+        signatures=(rf"{WRONG_VALUES}:(mm|addmm|bmm|baddbmm):\w+", r"output-view:(mm|addmm|bmm|baddbmm)"),
+        applies=dynamic_narrow_of_offset_out,
+        untrigger=static,
+        tracking="repros/dynamic_out_buffer_narrow_view_offset_plain.py (not yet filed upstream; a 5-minute CPU "
+                 "campaign, seed 15): with dynamic shapes, a program that writes into a buffer at a storage offset "
+                 "(out=, or copy_) and returns `buf[..., :n]` with n symbolic gets that view at offset 0 of the "
+                 "buffer's storage (aot_eager is right; a static size, or a slice of another kind, is right)",
+        torch_versions=("2.13",),
+        devices=("cpu",),
+        fingerprint=view_moved,
     ),
     KnownBug(
         name="pad-mm-output-padded-strides",

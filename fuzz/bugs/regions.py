@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.bugs.entry import BATCHED_OPS, HALF
+from oracles.model import OutputCheck
 from strategies.backends import config_backends, join_backends
 from strategies.case import Case, TensorSpec, contiguous_strides
 from strategies.vocabulary import CAT_MM_STEPS, INT8_FORMS, SCALAR_SPELLINGS
@@ -188,6 +189,20 @@ def triton_small_m_half_addmm(case: Case) -> bool:
 def without_triton_block_k_128(case: Case) -> Case:
     return replace(case, config={**case.config_dict,
                                   "test_configs.autotune_choice_desc_regex": f"^(?!.*{TRITON_BLOCK_K_128})"})
+
+
+def dynamic_narrow_of_offset_out(case: Case) -> bool:
+    """An out= buffer at a storage offset, a program returning a narrow of the op's result (a view of
+    the buffer) and dynamic shapes: inductor returns that view at offset 0 of the buffer's storage."""
+    out = case.out_buffer
+    return (out is not None and case.inputs[out].offset != 0 and "narrow" in case.consumers
+            and (case.dynamic or bool(case.mark_dynamic)))
+
+
+def view_moved(check: OutputCheck) -> bool:
+    """The fingerprint of a view of an input placed elsewhere in its storage than eager's view."""
+    e, c = check.eager_meta, check.compiled_meta
+    return e is not None and c is not None and any(a.startswith("in") for a in e.aliases) and c.offset != e.offset
 
 
 def static(case: Case) -> Case:

@@ -105,6 +105,13 @@ ROOT_CAUSES: tuple[RootCause, ...] = (
               "torch/_inductor/codecache.py (FxGraphCachePickler: a non-inlined frozen parameter is keyed by its "
               "metadata only) with torch/_inductor/codegen/cpp_gemm_template.py (prep_weight packs the weight's "
               "values into a new graph constant, which the cached module keeps)"),
+    RootCause("dynamic-output-view-of-mutated-input-offset",
+              "[inductor] with dynamic shapes, `buf[..., :n]` of a buffer the program mutates (out=, copy_) and "
+              "returns comes back at offset 0 of the buffer's storage, not at the buffer's own offset (wrong results)",
+              ("dynamic-out-buffer-narrow-view-offset",),
+              "torch/_functorch/_aot_autograd (regenerating an output that aliases a mutated input from the "
+              "compiled output, which inductor returns as a view of its own copy at offset 0: "
+              "`reinterpret_tensor(buf1, (s0, s1, (1 + s2) // 2), ..., 0)`); aot_eager and static shapes are right"),
     RootCause("binary-folding-addmm-scalars",
               "[inductor] freezing's linear binary folding folds an add of a weight-derived constant into addmm "
               "as if beta = alpha = 1 (wrong results)",

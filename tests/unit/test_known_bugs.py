@@ -880,3 +880,19 @@ def test_a_frozen_matmul_of_a_batch_of_sequences_is_a_linear_of_the_registry() -
                                               TensorSpec((112, 300), (300, 1), 0, "float32")))
     assert REGIONS["freezing-mkl-linear-m0-sigfpe"].applies(empty)
     assert REGIONS["cpp-gemm-frozen-m0-compile-error"].applies(empty)
+
+
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_a_narrow_of_an_out_buffer_at_an_offset_is_returned_elsewhere_with_dynamic_shapes() -> None:
+    """The output-view check names the misplaced view; the wrong values it reads are the same bug's
+    (its fingerprint: the view moved); a static compile of the same program is right."""
+    bug = REGIONS["dynamic-out-buffer-narrow-view-offset"]
+    case = Case.make(op="mm", device="cpu", seed=3, spelling="out", consumers=("narrow",), dynamic=True,
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((6, 4), (4, 1), 0, "float32"), TensorSpec((4, 8), (8, 1), 0, "float32"),
+                             TensorSpec((6, 8), (8, 1), 1, "float32")))
+    assert bug.applies(case) and not bug.applies(bug.untrigger(case))
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and {v.signature for v, _ in verdict.known} >= {"output-view:mm"}
+    assert {b.name for _, b in verdict.known} == {bug.name}
+    assert FuzzSession().evaluate(bug.untrigger(case)).violations == []
