@@ -703,7 +703,11 @@ def fused_weight_case(form: str = "fused", dtype: str = "bfloat16") -> Case:
 
 
 @pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("dtype", [
+    pytest.param("bfloat16", marks=pytest.mark.skipif(
+        not torch.cpu._is_amx_tile_supported(),  # type: ignore[attr-defined]  # private, untyped
+        reason="an AVX-512 EPYC without AMX reads the bfloat16 slice right (seen wrong on another host)")),
+    "float32"])
 def test_the_sliced_weight_bug_is_confirmed_by_the_first_slice_which_the_template_reads_right(dtype: str) -> None:
     bug = REGIONS["cpp-gemm-frozen-sliced-weight"]
     assert bug.applies(fused_weight_case(dtype=dtype)) and not bug.applies(fused_weight_case("fused_first", dtype))
