@@ -1,7 +1,7 @@
 """A compiled program that writes its matmul into a buffer the caller passes (`out=`), the buffer
 a view at a storage offset, and returns the first columns of the result (`y[..., :n]`, n from the
 shape): with dynamic shapes the returned view sits at offset 0 of the buffer's storage, not at the
-buffer's offset, so it reads the wrong elements (torch 2.13 CPU, default mode or max-autotune;
+buffer's offset, so it reads the wrong elements (torch 2.13 CPU, 2.11 CPU and CUDA; any mode;
 `out.copy_(x)` in place of the matmul too; aot_eager, a static size or `y[:3]` are right).
 
 Plain-torch repro by mm-autotune-fuzz (found as tolerance:baddbmm:float32 and nonfinite:baddbmm:float32

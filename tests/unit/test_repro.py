@@ -106,7 +106,7 @@ def test_a_warm_cache_repro_whose_cache_never_served_cannot_say_fixed(tmp_path: 
     """A case whose bug lives in the program loaded from the FX graph cache shows nothing where that
     compile ran fresh: when no run loaded from the cache the script cannot check, and a run that
     did (none of them showing the bug) is a fix."""
-    case = Case.make(op="mm", device="cpu", frozen_weights=True, warm_cache=True,
+    case = Case.make(op="mm", device="cpu", warm_cache=True,  # unfrozen: torch 2.11 never caches this frozen graph
                      config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
                      inputs=(TensorSpec((8, 32), (32, 1), 0, "float16"), TensorSpec((32, 24), (24, 1), 0, "float16")))
     bug = {"oracle": "numerics", "severity": "wrong result", "signature": "tolerance:mm:float16", "message": "m"}
