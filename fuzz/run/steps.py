@@ -80,10 +80,15 @@ def _scaled(slope: float) -> str:
 
 
 def _add_row(before: Tracked, after: Tracked, ref: Reference) -> Tracked:
-    """y + the first row of x1 (a bias row): the row is an exact input; the sum is rounded once."""
+    """y + the first row of x1 (a bias row): the row is an exact input; the sum is rounded once, in
+    any association: freezing's binary folding computes x @ W + (b + row), rounding b + row first,
+    which may be far larger than y + row (a 10-minute CPU campaign: fp16 `F.linear(x, W, b) + W[:1]`
+    at 1.39 times a bound of one rounding of y + row): that rounding, u(|b| + |row|), and the final
+    one of y + row, which y's own rounding covers but for u|row|, are within u(mag + |row|)."""
     before = overflowed(before)
     row = eval(BIAS_ROW, ref.abs_env)  # noqa: S307 - our own table
-    return Tracked(after.value, before.bound + rounding(after.value, before.dtype), before.mag + row, before.dtype,
+    mag = before.mag + row
+    return Tracked(after.value, before.bound + rounding(mag + row, before.dtype), mag, before.dtype,
                    before.exact and representable(after.value, before.dtype))
 
 

@@ -297,3 +297,22 @@ def test_gelu_may_err_by_a_few_units_of_its_input_not_only_of_its_result() -> No
         "op": "mm", "prologue": ["relu", "relu"], "seed": 0, "value_mode": "normal"})
     obs = run_case(case, ledger=HashLedger())
     assert obs.results and numerics.check(obs) == []
+
+
+def test_a_bias_row_folded_into_the_linears_bias_may_round_there() -> None:
+    """Freezing's binary folding computes `F.linear(x, W, b) + W[:1]` as x @ W + (b + W[:1]): the
+    folded bias is rounded first, which may be far larger than y + row (a 10-minute CPU campaign's
+    fp16 case, 1.1 to 1.39 times a bound of one rounding of the sum)."""
+    from fuzz.run.harness import HashLedger, run_case
+
+    case = Case.from_json({
+        "config": {"coordinate_descent_tuning": True, "cpp.gemm_max_k_slices": 0, "enable_linear_binary_folding": True,
+                   "max_autotune": True, "max_autotune_allow_flexible_layouts": True,
+                   "max_autotune_gemm_backends": "ATEN"},
+        "consumers": ["add_bias_row"], "device": "cpu", "frozen_weights": True, "op": "addmm", "seed": 40108,
+        "inputs": [{"dtype": "float16", "offset": 0, "shape": [48, 8], "stride": [32, 2]},
+                   {"dtype": "float16", "offset": 0, "shape": [8, 129], "stride": [130, 1]},
+                   {"dtype": "float16", "offset": 0, "shape": [1, 129], "stride": [516, 2]}],
+        "params": {"alpha": 1.0, "beta": 1.0}, "spelling": "linear", "value_mode": "tiny"})
+    obs = run_case(case, ledger=HashLedger())
+    assert obs.results and numerics.check(obs) == []
