@@ -638,6 +638,19 @@ def test_an_einsum_mm_with_no_rows_is_the_cpp_bmm_empty_dim_bug() -> None:
         assert not verdict.violations and [b.name for _, b in verdict.known] == ["cpp-bmm-empty-dim-crash"]
 
 
+@pytest.mark.skipif(not torch.__version__.startswith("2.13"), reason="seen on torch 2.13")
+def test_a_matmul_by_an_empty_weight_with_a_second_product_is_the_cpp_bmm_empty_dim_bug() -> None:
+    """A 10-minute CPU campaign's 'new' crash (seed 16): a batched matmul by a (K, 0) weight with a
+    cat_mm_rows step fails in lowering.py's slice_ ('target: aten.bmm.default') with CPP choices only."""
+    case = Case.make(op="matmul", device="cpu", value_mode="normal", seed=0, consumers=("cat_mm_rows",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN,CPP"},
+                     inputs=(TensorSpec((2, 16, 5), (80, 5, 1), 0, "float32"),
+                             TensorSpec((5, 0), (1, 1), 0, "float32")))
+    verdict = FuzzSession().evaluate(case)
+    assert not verdict.violations and [(v.signature, b.name) for v, b in verdict.known] == [
+        ("crash:AssertionError:lowering.py:slice_", "cpp-bmm-empty-dim-crash")]
+
+
 def unfused_addmm_case(consumers: tuple[str, ...] = ("relu",), beta: float = 0.0, device: str = "cuda") -> Case:
     return Case.make(op="addmm", device=device, value_mode="nonfinite", seed=1, params={"beta": beta},
                      consumers=consumers, config={},
