@@ -395,3 +395,19 @@ def test_every_curated_repro_has_a_short_plain_torch_version() -> None:
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert imported <= {"torch", "triton", "sys"} and not any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))
         assert len(text.splitlines()) <= PAGE and 'print("torch", torch.__version__' in text, path.name
+
+
+def test_the_view_check_accepts_eagers_views_of_an_input_and_rejects_one_moved() -> None:
+    """output-view: an output sharing an input's storage must sit where eager's does."""
+    case = Case.make(op="mm", device="cpu", seed=3, spelling="out", consumers=("narrow",),
+                     config={"max_autotune": True, "max_autotune_gemm_backends": "ATEN"},
+                     inputs=(TensorSpec((6, 4), (4, 1), 0, "float32"), TensorSpec((4, 8), (8, 1), 0, "float32"),
+                             TensorSpec((6, 8), (8, 1), 1, "float32")))
+    view = {"oracle": "numerics", "severity": "wrong result", "signature": "output-view:mm", "message": "m"}
+    namespace = _up_to_compile(render(case, view, Form.make(None, {}, False)))
+    args = namespace["make_inputs"]()
+    y, buffer = namespace["program"](*args)
+    namespace["check"]((y, buffer), namespace["make_inputs"]())
+    moved = buffer.as_strided(y.shape, y.stride(), buffer.storage_offset() - 1)
+    with pytest.raises(AssertionError, match="offset 0 strides"):
+        namespace["check"]((moved, buffer), namespace["make_inputs"]())
