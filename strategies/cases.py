@@ -16,6 +16,7 @@ from strategies.dynamic import dim_roles, dynamic_shapes
 from strategies.layouts import OUT_KINDS, STRIDE_KINDS, strided
 from strategies.shapes import dims, matmul_dims
 from strategies.vocabulary import (
+    ACTIVATIONS,
     BACKWARD_STEPS,
     BACKWARD_VALUE_MODES,
     CAST_DTYPES,
@@ -53,9 +54,6 @@ DEVICE_OPS = {
 }
 OUTPUT_STEPS = ("return_twice", "mutate_input")
 LAYOUT_STEPS = tuple(c for c in CONSUMERS if c not in OUTPUT_STEPS + CAT_MM_STEPS + ("add_bias_row", "projections"))
-ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh", "softmax")
-"""Steps with no one right answer at inf (gelu(-inf), silu(-inf) = -inf * 0) and none for integer
-or fp8 results here."""
 
 
 def default_device() -> str:

@@ -4,11 +4,11 @@ may name (fuzz.run defines what each computes; strategies.case validates their c
 from __future__ import annotations
 
 __all__ = [
-    "BACKWARD_STEPS", "BACKWARD_VALUE_MODES", "CAST_DTYPES", "CAST_FROM", "CAT_MM_STEPS", "CONSUMERS", "DEVICES",
-    "DTYPES", "FLOAT_PRODUCT_OPS", "FUSED_THIRD", "INPUT_COUNT", "INT8_FORMS", "INTEGER_BITS", "INTEGER_DTYPES",
-    "INTEGER_HEADROOM_BITS", "INTEGER_STEPS", "INTEGER_VALUE_MODES", "OPS", "PARAM_KEYS", "PROJECTION_OPS",
-    "PROLOGUE_OPS", "PROLOGUE_STEPS", "RESULT_MUTATING_STEPS", "SCALAR_SPELLINGS", "SPELLINGS", "UPCASTS",
-    "VALUE_MODES", "WEIGHT_FORMS", "WEIGHT_READING_STEPS"
+    "ACTIVATIONS", "BACKWARD_STEPS", "BACKWARD_VALUE_MODES", "CAST_DTYPES", "CAST_FROM", "CAT_MM_STEPS",
+    "CONSUMERS", "DEVICES", "DTYPES", "FLOAT_PRODUCT_OPS", "FUSED_THIRD", "INPUT_COUNT", "INT8_FORMS",
+    "INTEGER_BITS", "INTEGER_DTYPES", "INTEGER_HEADROOM_BITS", "INTEGER_STEPS", "INTEGER_VALUE_MODES", "OPS",
+    "PARAM_KEYS", "PROJECTION_OPS", "PROLOGUE_OPS", "PROLOGUE_STEPS", "RESULT_MUTATING_STEPS", "SCALAR_SPELLINGS",
+    "SPELLINGS", "UPCASTS", "VALUE_MODES", "WEIGHT_FORMS", "WEIGHT_READING_STEPS"
 ]
 
 INPUT_COUNT = {"mm": 2, "addmm": 3, "bmm": 2, "baddbmm": 3, "matmul": 2, "mm_out_dtype": 2, "int_mm": 2,
@@ -86,7 +86,10 @@ in the backward's own products)."""
 INTEGER_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 """Integer dtypes of a float product's operands (a CPU case: eager runs integer mm/bmm there only):
 index arithmetic, counts, one-hot and adjacency matrices, integer weights a model freezes."""
-INTEGER_STEPS = tuple(c for c in CONSUMERS if c not in ("gelu", "silu", "sigmoid", "tanh", "softmax", "chain_mm"))
+ACTIVATIONS = ("gelu", "silu", "sigmoid", "tanh", "softmax")
+"""The smooth steps: none for integer or fp8 results (eager's sigmoid/tanh/softmax of an integer
+tensor is a float one, its gelu/silu raise)."""
+INTEGER_STEPS = tuple(c for c in CONSUMERS if c not in (*ACTIVATIONS, "chain_mm"))
 """Steps an integer product may take: no activation (eager's sigmoid/tanh of an integer tensor is a
 float one, its gelu/silu raise), no y @ y.T (its magnitude squares the result's). A uint8 product
 also takes no projections (their biases are negated) and no negating prologue."""

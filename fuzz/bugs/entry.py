@@ -78,6 +78,12 @@ def nan_where_finite(check: OutputCheck) -> bool:
     return bool(wrong.any()) and bool(check.compiled.double()[wrong].isnan().all())
 
 
+def view_moved(check: OutputCheck) -> bool:
+    """The fingerprint of a view of an input placed elsewhere in its storage than eager's view."""
+    e, c = check.eager_meta, check.compiled_meta
+    return e is not None and c is not None and any(a.startswith("in") for a in e.aliases) and c.offset != e.offset
+
+
 EAGER_AGREES_NAME = "eager-agrees"
 """What `known` says of a REFERENCE_DIFFERS violation no registered ATen bug explains: eager and
 compiled agree, the float64 reference differs (reported apart; never new)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fuzz.bugs.entry import ATEN, EAGER_AGREED, TEMPLATE, WRONG_VALUES, KnownBug, nan_where_finite
+from fuzz.bugs.entry import ATEN, EAGER_AGREED, TEMPLATE, WRONG_VALUES, KnownBug, nan_where_finite, view_moved
 from fuzz.bugs.known_cpu_bugs import CPU_INDUCTOR_BUGS
 from fuzz.bugs.known_weight_bugs import WEIGHT_FORM_BUGS
 from fuzz.bugs.regions import (
@@ -34,7 +34,6 @@ from fuzz.bugs.regions import (
     static,
     triton_small_m_half_addmm,
     unfused_zero_scalar_addmm,
-    view_moved,
     with_config,
     without_config,
     without_triton_block_k_128,

@@ -211,7 +211,7 @@ WEIGHT_FORM_BUGS: tuple[KnownBug, ...] = (
         oracles=("numerics",),
         signatures=(rf"{WRONG_VALUES}:({PRODUCT_OPS}|scaled_mm):\w+(@.+)?",),  # 0-d fp8 scales too
         messages=(re.escape(OTHER_WEIGHTS),),  # only the program loaded from the cache
-        applies=lambda c: c.frozen_weights and c.warm_cache and bool(zero_d_params(c)),
+        applies=lambda c: c.frozen_weights and c.warm_cache and zero_d_params(c),
         untrigger=lambda c: replace(c, warm_cache=False),
         tracking="repros/fx_graph_cache_frozen_0d_param_plain.py (not yet filed upstream; found by a 10-minute "
                  "CPU campaign's warm-cache compile of a frozen baddbmm): with freezing and the FX graph cache on, "

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.bugs.entry import BATCHED_OPS, HALF
-from oracles.model import OutputCheck
 from strategies.backends import config_backends, join_backends
 from strategies.case import Case, TensorSpec, contiguous_strides
 from strategies.vocabulary import CAT_MM_STEPS, INT8_FORMS, SCALAR_SPELLINGS
@@ -197,12 +196,6 @@ def dynamic_narrow_of_offset_out(case: Case) -> bool:
     out = case.out_buffer
     return (out is not None and case.inputs[out].offset != 0 and "narrow" in case.consumers
             and (case.dynamic or bool(case.mark_dynamic)))
-
-
-def view_moved(check: OutputCheck) -> bool:
-    """The fingerprint of a view of an input placed elsewhere in its storage than eager's view."""
-    e, c = check.eager_meta, check.compiled_meta
-    return e is not None and c is not None and any(a.startswith("in") for a in e.aliases) and c.offset != e.offset
 
 
 def static(case: Case) -> Case:

@@ -281,6 +281,16 @@ def test_mm_plus_mm_needs_a_k_past_the_block_k_of_the_configs_a_cap_leaves(k: in
     assert ("TRITON" in templates.must_offer(event)) == must
 
 
+def _nudged(obs: Observation, times: float) -> Observation:
+    """`obs` with its first output's worst element moved `times` its bound from the reference."""
+    check = obs.results[0]
+    ref, bound = check.reference, check.bound
+    i = int(torch.where(torch.isfinite(bound) & torch.isfinite(ref), bound, 0).flatten().argmax())
+    got = check.compiled.clone()
+    got.view(-1)[i] = float(ref.flatten()[i] + times * bound.flatten()[i])
+    return dataclasses.replace(obs, results=[dataclasses.replace(check, compiled=got), *obs.results[1:]])
+
+
 def test_gelu_may_err_by_a_few_units_of_its_input_not_only_of_its_result() -> None:
     """gelu(y) = y/2 (1 + erf(y/sqrt 2)): erf's error times |y|/2 scales with |y|, not with the
     result. A 5-minute CPU campaign's frozen mm + bias row + gelu (K = 1) came out 1.05 times the
@@ -297,6 +307,7 @@ def test_gelu_may_err_by_a_few_units_of_its_input_not_only_of_its_result() -> No
         "op": "mm", "prologue": ["relu", "relu"], "seed": 0, "value_mode": "normal"})
     obs = run_case(case, ledger=HashLedger())
     assert obs.results and numerics.check(obs) == []
+    assert sigs(numerics.check(_nudged(obs, 1.5))) == {"tolerance:mm:float32"}  # just past the bound: caught
 
 
 def test_a_bias_row_folded_into_the_linears_bias_may_round_there() -> None:
@@ -316,3 +327,4 @@ def test_a_bias_row_folded_into_the_linears_bias_may_round_there() -> None:
         "params": {"alpha": 1.0, "beta": 1.0}, "spelling": "linear", "value_mode": "tiny"})
     obs = run_case(case, ledger=HashLedger())
     assert obs.results and numerics.check(obs) == []
+    assert sigs(numerics.check(_nudged(obs, 1.5))) == {"tolerance:addmm:float16"}  # just past the bound: caught
